@@ -1,0 +1,134 @@
+"""Board rules on the mover's view.
+
+The reference engine computes every rule as if the player to move were White: the board is
+mirrored for Black (`view[i] = -board[23 - i]`). All functions here take such a view board,
+`int32[..., 24]` with index `i` = field `i + 1`, own checkers > 0 and opponent checkers < 0,
+and broadcast over leading axes. Field 12 is the own rest corner, field 13 the opponent's.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+FIELDS = jnp.arange(1, 25, dtype=jnp.int32)  # int32[24]: field numbers
+OWN_CORNER, OPP_CORNER = 12, 13
+QUARTER_STARTS = (1, 7, 13, 19)
+
+
+def view_board(board, player):
+    """Real board int8[24] -> the view of `player` (0 White, 1 Black) as int32[24]."""
+    board = board.astype(jnp.int32)
+    return jnp.where(player == 0, board, -board[::-1])
+
+
+def real_board(view, player):
+    """Inverse of `view_board` (the mirror is an involution); returns int8[24]."""
+    return view_board(view, player).astype(jnp.int8)
+
+
+def at_field(board, field):
+    """board[..., field - 1] for int field arrays (any shape broadcastable to the batch).
+
+    `field` 0 (off the board) reads 0.
+    """
+    field = jnp.asarray(field)
+    shape = jnp.broadcast_shapes(board.shape[:-1], field.shape)
+    board = jnp.broadcast_to(board, shape + (24,))
+    idx = jnp.broadcast_to(jnp.clip(field - 1, 0, 23), shape)
+    value = jnp.take_along_axis(board, idx[..., None], axis=-1)[..., 0]
+    return jnp.where(field >= 1, value, 0)
+
+
+def gather_fields(board, fields):
+    """board[..., fields - 1] along the last axis: fields int32[..., k] -> [..., k]; 0 reads 0."""
+    value = jnp.take_along_axis(board, jnp.clip(fields - 1, 0, 23), axis=-1)
+    return jnp.where(fields >= 1, value, 0)
+
+
+def quarters(board):
+    """int32[..., 24] -> int32[..., 4, 6]: fields 1-6, 7-12, 13-18, 19-24."""
+    return board.reshape(board.shape[:-1] + (4, 6))
+
+
+def quarter_filled(board):
+    """bool[..., 4]: each field of the quarter holds at least 2 own checkers."""
+    return jnp.all(quarters(board) >= 2, axis=-1)
+
+
+def opp_quarter_filled(board):
+    """bool[..., 4]: the same for the opponent's checkers (on the same view fields)."""
+    return jnp.all(quarters(board) <= -2, axis=-1)
+
+
+def own_fillable_quarters(board):
+    """bool[..., 4]: whether the mover can still fill each quarter.
+
+    Reference rule: a quarter is fillable when, for each of its fields, there are at least
+    2 x (position of the field in the quarter) own checkers on fields 1..field. The quarter
+    13-18 holds the opponent's corner and is never fillable.
+    """
+    own = jnp.maximum(board, 0)
+    upto = jnp.cumsum(own, axis=-1)  # own checkers on fields 1..f
+    needed = 2 * (jnp.arange(24) % 6 + 1)
+    ok = jnp.all(quarters(upto >= needed), axis=-1)
+    return ok & (jnp.arange(4) != 2)
+
+
+def opp_fillable_quarters(board):
+    """bool[..., 4]: whether the opponent can still fill each quarter (same rule, mirrored).
+
+    For a field at position k from the quarter's end (k = 1 for its last field) the opponent
+    needs 2k of his checkers on fields field..24. The quarter 7-12 holds our corner and is
+    never fillable by the opponent.
+    """
+    opp = jnp.maximum(-board, 0)
+    from_here = jnp.cumsum(opp[..., ::-1], axis=-1)[..., ::-1]  # opponent checkers on f..24
+    needed = 2 * (6 - jnp.arange(24) % 6)
+    ok = jnp.all(quarters(from_here >= needed), axis=-1)
+    return ok & (jnp.arange(4) != 1)
+
+
+def forbid_exits(board, dice):
+    """bool[...]: bearing off is not possible this roll.
+
+    It is possible when no own checker is outside the last quarter (fields 19-24), or when a
+    single checker is outside and the bigger die brings it into the last quarter.
+    """
+    outside = (board > 0) & (FIELDS < 19)
+    n_fields = jnp.sum(outside, axis=-1)
+    field = jnp.argmax(outside, axis=-1) + 1
+    single = (n_fields == 1) & (at_field(board, field) == 1)
+    return (n_fields > 0) & ~(single & (field + jnp.max(dice, axis=-1) > 18))
+
+
+def exit_farthest(board):
+    """int32[...]: the checker that must bear off with an exceeding number.
+
+    The lowest own field, except that with a filled quarter the lowest field holding more
+    than 2 checkers is used when there is one (25 when the board holds no own checker).
+    """
+    own = board > 0
+    spare = own & (board > 2) & jnp.any(quarter_filled(board), axis=-1, keepdims=True)
+    lowest = lambda mask: jnp.where(jnp.any(mask, -1), jnp.argmax(mask, -1) + 1, 25)
+    return jnp.where(jnp.any(spare, -1), lowest(spare), lowest(own))
+
+
+def cumulative_checkers(board):
+    """int32[..., 25]: c[f] = own checkers on fields 1..f (c[0] = 0); checker ordinals."""
+    own = jnp.maximum(board, 0)
+    zero = jnp.zeros(board.shape[:-1] + (1,), jnp.int32)
+    return jnp.concatenate([zero, jnp.cumsum(own, axis=-1)], axis=-1)
+
+
+def checker_field(board, ordinal):
+    """Field of the `ordinal`-th own checker (numbered from field 1); 0 if none."""
+    cum = cumulative_checkers(board)[..., 1:]
+    ordinal = jnp.asarray(ordinal)[..., None]
+    hit = cum >= ordinal
+    return jnp.where((ordinal[..., 0] >= 1) & jnp.any(hit, -1), jnp.argmax(hit, -1) + 1, 0)
+
+
+def apply_move(board, frm, to):
+    """Move one own checker from `frm` to `to` (0 = borne off); `frm` 0 is the empty move."""
+    delta = -(FIELDS == frm[..., None]).astype(jnp.int32) * (frm[..., None] > 0)
+    delta += (FIELDS == to[..., None]).astype(jnp.int32) * (frm[..., None] > 0)
+    return board + delta

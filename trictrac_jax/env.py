@@ -1,0 +1,216 @@
+"""The environment API: init, step, and the split of a step into decision and chance.
+
+Every function takes and returns one `State`; use `jax.vmap` for a batch. The user only sees
+decision nodes (`turn_stage` Move or HoldOrGoChoice), chance nodes (waiting for the dice,
+`is_chance`, only between `step_deterministic` and `chance_step`) and terminal states.
+
+Conventions (as pgx):
+* `rewards` are those of the last transition, by colour: +1 / -1 when a game is won.
+* An illegal action ends the game: the player who took it loses (-1, the other +1).
+* Stepping a terminated or truncated state returns it unchanged with zero rewards.
+* At terminal states `legal_action_mask` is all True (so that normalising a policy over it
+  never divides by zero); at chance nodes it is all False.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from trictrac_jax import board as B
+from trictrac_jax import moves as M
+from trictrac_jax import scoring as S
+from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
+                                STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
+                                TS_ROLL_DICE, State)
+
+WINNING_HOLES = 12
+NUM_CHANCE_OUTCOMES = 36
+# Outcome k is the ordered roll (k // 6 + 1, k % 6 + 1).
+CHANCE_DICE = jnp.stack(jnp.divmod(jnp.arange(36, dtype=jnp.int32), 6), -1) + 1
+
+
+def dice_to_outcome(dice):
+    """Chance outcome index 0..35 of an ordered roll int32[..., 2]."""
+    return (dice[..., 0] - 1) * 6 + dice[..., 1] - 1
+
+
+class Trictrac:
+    """Trictrac as the reference engine plays it (mmai/trictrac, schools disabled).
+
+    `max_steps`: decisions after which a game is truncated (None: never).
+    """
+
+    num_players = 2
+    num_actions = NUM_ACTIONS
+    observation_shape = (OBS_SIZE,)
+    chance_probs = jnp.full(NUM_CHANCE_OUTCOMES, 1.0 / NUM_CHANCE_OUTCOMES, jnp.float32)
+
+    def __init__(self, max_steps: int | None = 1000):
+        if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+            raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
+        self.max_steps = max_steps
+
+    @property
+    def id(self) -> str:
+        return "trictrac"
+
+    def init(self, key) -> State:
+        """A new game, White to play, after White's first roll (sampled with `key`)."""
+        return self.chance_step(new_game(), sample_outcome(key))
+
+    def step(self, state: State, action, key) -> State:
+        """Take `action` at a decision node, then roll the dice with `key` if needed."""
+        after = self.step_deterministic(state, action)
+        rolled = self.chance_step(after, sample_outcome(key))
+        return rolled.replace(rewards=after.rewards + rolled.rewards)
+
+    def step_deterministic(self, state: State, action) -> State:
+        """Take `action`; the result waits for the dice (`is_chance`) unless the game ended."""
+        action = jnp.asarray(action, jnp.int32)
+        done = state.terminated | state.truncated
+        legal = state.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)]
+        legal &= (action >= 0) & (action < NUM_ACTIONS) & ~state.is_chance
+        played = _decide(state, action)
+        played = played.replace(_step_count=state._step_count + 1)
+        played = self._finish(played, rolled=False)
+        forfeit = _forfeit(state)
+        return jax.tree.map(lambda d, p, f: jnp.where(done, d, jnp.where(legal, p, f)),
+                            state.replace(rewards=jnp.zeros(2, jnp.float32)), played, forfeit)
+
+    def chance_step(self, state: State, outcome) -> State:
+        """Roll the dice of chance outcome `outcome` (0..35) at a chance node; else a no-op."""
+        rolled = self._finish(_roll(state, CHANCE_DICE[outcome]), rolled=True)
+        keep = state.replace(rewards=jnp.zeros(2, jnp.float32))
+        return jax.tree.map(lambda r, k: jnp.where(state.is_chance, r, k), rolled, keep)
+
+    def restore(self, state: State) -> State:
+        """Recompute the derived fields of a state given only its game fields (a position
+        loaded from the reference engine, say): legal actions, observation, flags."""
+        view = B.view_board(state._board, state.current_player)
+        lists = M.move_lists(view, state._dice)
+        hold_or_go = state._turn_stage == TS_HOLD_OR_GO
+        deciding = hold_or_go | (state._turn_stage == TS_MOVE)
+        mask = jnp.where(deciding, M.mask_from_lists(view, state._dice, lists, hold_or_go), False)
+        return self._finish(state.replace(legal_action_mask=mask), rolled=True)
+
+    def _finish(self, state: State, rolled: bool) -> State:
+        """Derived fields: termination, rewards, truncation, chance flag, mask, observation."""
+        ended = state._stage == STAGE_ENDED
+        winner = state.current_player  # the game only ends on a mark by the player to move
+        rewards = jnp.where(ended, jnp.where(jnp.arange(2) == winner, 1.0, -1.0), 0.0)
+        truncated = ~ended & (self.max_steps is not None) & (
+            state._step_count >= (self.max_steps or 0))
+        is_chance = ~ended & (state._turn_stage == TS_ROLL_DICE)
+        mask = state.legal_action_mask if rolled else jnp.zeros(NUM_ACTIONS, bool)
+        mask = jnp.where(ended | truncated, True, mask)
+        return state.replace(rewards=rewards.astype(jnp.float32), terminated=ended,
+                             truncated=truncated, is_chance=is_chance, legal_action_mask=mask,
+                             observation=observe(state))
+
+
+def new_game() -> State:
+    """The position before White's first roll (a chance node)."""
+    zeros = jnp.zeros(2, jnp.int32)
+    return State(
+        current_player=jnp.int32(0), observation=jnp.zeros(OBS_SIZE, jnp.float32),
+        rewards=jnp.zeros(2, jnp.float32), terminated=jnp.bool_(False),
+        truncated=jnp.bool_(False), legal_action_mask=jnp.zeros(NUM_ACTIONS, bool),
+        is_chance=jnp.bool_(True), _step_count=jnp.int32(0), _board=INITIAL_BOARD,
+        _stage=jnp.int32(STAGE_IN_GAME), _turn_stage=jnp.int32(TS_ROLL_DICE),
+        _dice=zeros, _points=zeros, _holes=zeros, _can_bredouille=jnp.ones(2, bool),
+        _can_big_bredouille=jnp.ones(2, bool), _dice_roll_count=zeros, _dice_points=zeros)
+
+
+def sample_outcome(key):
+    """A chance outcome 0..35 (two fair dice)."""
+    return jax.random.randint(key, (), 0, NUM_CHANCE_OUTCOMES)
+
+
+def _forfeit(state: State) -> State:
+    """The player to move loses (illegal action)."""
+    loser = state.current_player
+    rewards = jnp.where(jnp.arange(2) == loser, -1.0, 1.0).astype(jnp.float32)
+    return state.replace(rewards=rewards, terminated=jnp.bool_(True),
+                         legal_action_mask=jnp.ones(NUM_ACTIONS, bool),
+                         is_chance=jnp.bool_(False))
+
+
+def _pick_up(state: State, reset_points) -> State:
+    """A new setting ("relevé"): initial board, roll counts 0, bredouille restored."""
+    return state.replace(
+        _board=INITIAL_BOARD, _turn_stage=jnp.int32(TS_ROLL_DICE),
+        _points=jnp.where(reset_points, 0, state._points),
+        _dice_roll_count=jnp.zeros(2, jnp.int32), _can_bredouille=jnp.ones(2, bool))
+
+
+def _mark(state: State, scorer, n, opponent):
+    points, holes, bredouille, new_hole = S.mark_points(
+        state._points, state._holes, state._can_bredouille, scorer, n, opponent)
+    return state.replace(_points=points, _holes=holes, _can_bredouille=bredouille), new_hole
+
+
+def _decide(state: State, action) -> State:
+    """Apply a legal decision: Go (1) or a Move (2..513)."""
+    mover = state.current_player
+    other = 1 - mover
+    gone = _pick_up(state, reset_points=True)
+
+    view = B.view_board(state._board, mover)
+    pair = M.decode(view, state._dice, action)
+    view = B.apply_move(B.apply_move(view, pair[0], pair[1]), pair[2], pair[3])
+    moved = state.replace(_board=B.real_board(view, mover))
+    # Bearing off the last checker: the opponent marks his points, then a new setting with
+    # the same player to move. Otherwise the opponent marks his points and moves next.
+    bore_off, _ = _mark(moved, other, state._dice_points[1], other)
+    bore_off = _pick_up(bore_off, reset_points=False)
+    passed, new_hole = _mark(moved.replace(current_player=other), other,
+                             state._dice_points[1], mover)
+    won = new_hole & (passed._holes[other] >= WINNING_HOLES)
+    passed = passed.replace(_turn_stage=jnp.int32(TS_ROLL_DICE),
+                            _stage=jnp.where(won, STAGE_ENDED, passed._stage))
+    moved = _select(jnp.sum(jnp.maximum(view, 0)) == 0, bore_off, passed)
+    return _select(action == 1, gone, moved)
+
+
+def _roll(state: State, dice) -> State:
+    """The dice are thrown: score the roll for the player to move and mark his points."""
+    player = state.current_player
+    roll_count = state._dice_roll_count.at[player].add(1)
+    view = B.view_board(state._board, player)
+    lists = M.move_lists(view, dice)
+    jans = S.roll_jans(view, dice, roll_count[player], lists)
+    state = state.replace(_dice=dice, _dice_roll_count=roll_count, _dice_points=jans.points)
+    state, new_hole = _mark(state, player, jans.points[0], 1 - player)
+    won = new_hole & (state._holes[player] >= WINNING_HOLES)
+    turn_stage = jnp.where(new_hole, jnp.where(won, TS_MARK_POINTS, TS_HOLD_OR_GO), TS_MOVE)
+    mask = M.mask_from_lists(view, dice, lists, turn_stage == TS_HOLD_OR_GO)
+    return state.replace(_turn_stage=turn_stage.astype(jnp.int32), legal_action_mask=mask,
+                         _stage=jnp.where(won, STAGE_ENDED, state._stage).astype(jnp.int32))
+
+
+def _select(pred, a: State, b: State) -> State:
+    return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
+
+
+def observe(state: State, player=None):
+    """float32[217]: the reference's encoding of `player`'s view (default: player to move)."""
+    player = state.current_player if player is None else player
+    view = B.view_board(state._board, player)
+
+    def checkers(n):  # [24] -> [96]: n == 1, n == 2, n == 3, (n - 3) / 12
+        return jnp.stack([n == 1, n == 2, n == 3, jnp.maximum(n - 3, 0) / 12.0], -1).ravel()
+
+    def record(p):
+        return jnp.stack([state._points[p] / 12.0, state._holes[p] / 12.0,
+                          state._can_bredouille[p], state._can_big_bredouille[p]])
+
+    parts = [
+        checkers(jnp.maximum(view, 0)), checkers(jnp.maximum(-view, 0)),
+        state._dice / 6.0, jnp.zeros(1), (state._turn_stage / 5.0)[None],
+        record(player), record(1 - player),
+        B.quarter_filled(view), B.opp_quarter_filled(view),
+        jnp.stack([jnp.all(view[:18] <= 0), jnp.all(view[6:] >= 0),
+                   view[11] >= 2, view[12] <= -2]),
+        jnp.minimum(state._dice_roll_count[player] / 3.0, 1.0)[None],
+    ]
+    return jnp.concatenate([jnp.asarray(x, jnp.float32).ravel() for x in parts])

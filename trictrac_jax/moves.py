@@ -1,0 +1,352 @@
+"""Move rules: the move sequences the reference engine allows, and their action indices.
+
+The reference builds its list of legal move pairs by nested loops: for each die order
+(bigger die first, then smaller die first), each own checker field for the first move and
+each own field for the second move (or no second move), then checks each pair against the
+rules. We evaluate all of those loop iterations at once as a fixed array of *candidates*:
+
+    candidate (pass p, first field i + 1, second slot s)   p in {0, 1}, i in 0..23, s in 0..24
+
+where slot s < 24 is field s + 1 and s = 24 is "no second move", plus one extra candidate per
+pass for taking the rest corner "par puissance". The flat candidate index follows the
+reference's loop order, so "first in the list" is a minimum over indices.
+
+Rules of the form "if any sequence does X, only those are allowed" become reductions over
+candidates. The reference builds three lists, each one using the previous ones:
+
+* `filling`: sequences (with exceeding numbers, ignoring the exit and quarter rules) after
+  which a quarter is filled; when there is one, only those are allowed (fill or keep a
+  filled quarter);
+* `exact`: sequences without exceeding numbers (ignoring the exit rule), which are the
+  bear-offs that must be preferred to exceeding numbers;
+* `legal`: all rules.
+
+Everything is on the mover's view board (see board.py).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from trictrac_jax import board as B
+
+NUM_PASSES, NUM_FIRST, NUM_SLOTS = 2, 24, 25
+EMPTY_SLOT = 24
+PASS_SIZE = NUM_FIRST * NUM_SLOTS + 1  # + the puissance candidate of the pass
+NUM_CANDIDATES = NUM_PASSES * PASS_SIZE
+
+
+def _candidate_layout():
+    """Static index tables: pass, first field, second slot and equality partners."""
+    p = np.repeat(np.arange(2), PASS_SIZE)
+    k = np.tile(np.arange(PASS_SIZE), 2)
+    puissance = k == PASS_SIZE - 1
+    i = np.where(puissance, 0, k // NUM_SLOTS)
+    s = np.where(puissance, EMPTY_SLOT, k % NUM_SLOTS)
+    index = lambda p_, i_, s_: p_ * PASS_SIZE + i_ * NUM_SLOTS + s_
+    # Two candidates can describe the same move pair only if they move checkers from the
+    # same fields, maybe swapped (the reference lists a double bear-off with the lower field
+    # first): candidates (p', i, s) and (p', s, i). The puissance candidates only equal
+    # each other. Equality is still checked on the pairs themselves.
+    partners = []
+    for q in range(2):
+        same = np.where(puissance, q * PASS_SIZE + PASS_SIZE - 1, index(q, i, s))
+        swapped = np.where(puissance | (s == EMPTY_SLOT), same, index(q, np.minimum(s, 23), i))
+        partners += [same, swapped]
+    return p, i, s, puissance, np.stack(partners, axis=1)
+
+
+CAND_PASS, CAND_FIRST, CAND_SLOT, CAND_PUISSANCE, CAND_PARTNERS = _candidate_layout()
+
+
+class Candidates(NamedTuple):
+    """Every candidate move pair of one position and roll; arrays are [..., NUM_CANDIDATES]."""
+
+    pair: jnp.ndarray  # int32[..., N, 4]: from1, to1, from2, to2 as generated (0 = none/off)
+    listed: jnp.ndarray  # int32[..., N, 4]: the pair as the reference lists it (swapped)
+    first_ok: jnp.ndarray  # bool: first move possible (exceeding numbers allowed)
+    second_ok: jnp.ndarray  # bool: second move possible after the first (idem)
+    exceeding: jnp.ndarray  # bool: a move bears off with an exceeding number
+    rules_ok: jnp.ndarray  # bool: corner and opponent-quarter rules, puissance by effect
+    fills: jnp.ndarray  # bool: after the pair a quarter is filled
+    has_exit: jnp.ndarray  # bool: a move bears off
+    exit_outside_ok: jnp.ndarray  # bool: bear-off rule, all checkers in the last quarter
+    exit_farthest_ok: jnp.ndarray  # bool: bear-off rule, exceeding numbers on the farthest
+    is_full: jnp.ndarray  # bool: two moves (or the puissance pair)
+
+
+def _single_moves(board, die, forbid, guard_corner):
+    """Each own field's move with `die`. Returns (ok, dest, exceeding), each [..., 24].
+
+    `board` int32[..., 24], `die` and `forbid` broadcast to board.shape[:-1]. `guard_corner`
+    forbids leaving the own corner while it holds exactly 2 checkers (second move only: the
+    pair rules check the first move).
+    """
+    raw = B.FIELDS + die[..., None]
+    dest = jnp.where(raw >= 25, 0, raw)
+    exceeding = raw > 25
+    ok = (board > 0) & ~((dest == 0) & forbid[..., None])
+    ok &= B.gather_fields(board, dest) >= 0  # an opponent checker blocks the field
+    if guard_corner:
+        ok &= ~((B.FIELDS == B.OWN_CORNER) & (board == 2))
+    return ok, dest, exceeding
+
+
+def _pair_rules(board, dice, pair):
+    """Rules on a pair that do not depend on other sequences: bool[...]."""
+    f0, t0, f1, t1 = (pair[..., k] for k in range(4))
+    corner = jnp.abs(B.at_field(board, B.OWN_CORNER))[..., None]
+    # Own corner: taken with two checkers at once, left with its last two at once.
+    bad = (t0 == 12) | (t1 == 12)
+    bad &= (t0 != t1) & (corner == 0)
+    bad |= ((f0 == 12) | (f1 == 12)) & (f0 != f1) & (corner == 2) & (t0 != 12) & (t1 != 12)
+    # Opponent's corner: never a destination, except as the rest of a tout d'une.
+    bad |= (t1 == 13) | ((t0 == 13) & (t0 != f1))
+    # No play in a quarter the opponent can still fill (a tout d'une only rests on its end).
+    opp_fillable = B.opp_fillable_quarters(board)[..., None, :]
+    in_fillable = lambda t: (t > 12) & jnp.take_along_axis(
+        opp_fillable, jnp.clip((t - 1) // 6, 0, 3)[..., None], -1)[..., 0]
+    chained = (f1 != 0) & (t0 == f1)
+    bad |= (~chained & in_fillable(t0)) | in_fillable(t1)
+    # The corner may not be taken par puissance when it can be taken by effect.
+    bad |= is_puissance(board, dice, pair) & can_take_corner_by_effect(board, dice)[..., None]
+    return ~bad
+
+
+def is_puissance(board, dice, pair):
+    """The pair takes the own corner par puissance: both moves to 12, each one short of a die."""
+    corners_empty = (B.at_field(board, 12) == 0) & (B.at_field(board, 13) == 0)
+    dist0 = jnp.abs(pair[..., 1] - pair[..., 0])
+    dist1 = jnp.abs(pair[..., 3] - pair[..., 2])
+    lo, hi = jnp.min(dice, -1)[..., None], jnp.max(dice, -1)[..., None]
+    return (corners_empty[..., None] & (pair[..., 1] == 12) & (pair[..., 3] == 12)
+            & (jnp.minimum(dist0, dist1) == lo - 1) & (jnp.maximum(dist0, dist1) == hi - 1))
+
+
+def can_take_corner_by_effect(board, dice):
+    """The empty own corner is reachable directly: an own checker at 12 - d for each die."""
+    src = B.at_field(board[..., None, :], 12 - dice)
+    return (B.at_field(board, 12) == 0) & jnp.all(src > 0, axis=-1)
+
+
+def _puissance_pair(board, dice):
+    """The canonical puissance pair (lower field first) and whether it exists: [..., 4]."""
+    src = 13 - dice  # fields one step short of the opponent's corner
+    counts = B.at_field(board[..., None, :], src)
+    double = dice[..., 0] == dice[..., 1]
+    exists = jnp.where(double, counts[..., 0] >= 2, jnp.all(counts >= 1, axis=-1))
+    exists &= (B.at_field(board, 12) == 0) & (B.at_field(board, 13) == 0)
+    lo, hi = jnp.min(src, -1), jnp.max(src, -1)
+    twelve = jnp.full_like(lo, 12)
+    return jnp.stack([lo, twelve, hi, twelve], -1), exists & ~can_take_corner_by_effect(board, dice)
+
+
+def _to_flat(per_slot, per_pass):
+    """[2, 24, 25] per (pass, first field, slot) + [2] per pass -> [N] in candidate order."""
+    per_pass = jnp.broadcast_to(per_pass, (2,)).astype(per_slot.dtype)
+    body = per_slot.reshape(2, NUM_FIRST * NUM_SLOTS)
+    return jnp.concatenate([body, per_pass[:, None]], axis=-1).reshape(NUM_CANDIDATES)
+
+
+def _to_slots(flat):
+    """Inverse of `_to_flat`: [N] -> ([2, 24, 25], [2])."""
+    per_pass = flat.reshape(2, PASS_SIZE)
+    return per_pass[:, :-1].reshape(2, NUM_FIRST, NUM_SLOTS), per_pass[:, -1]
+
+
+def candidates(board, dice) -> Candidates:
+    """All candidates for view board int32[24] and dice int32[2] (one position)."""
+    d_max, d_min = jnp.max(dice), jnp.min(dice)
+    die_a = jnp.stack([d_max, d_min])  # int32[2]: die of the first move, per pass
+    die_b = jnp.stack([d_min, d_max])
+    forbid = B.forbid_exits(board, dice)
+
+    # First moves [2, 24] on the position, second moves [2, 24, 24] after each first move.
+    ok0, to0, exc0 = _single_moves(board[None], die_a, forbid[None], guard_corner=False)
+    after1 = B.apply_move(board[None, None], jnp.broadcast_to(B.FIELDS, (2, 24)),
+                          jnp.where(ok0, to0, 0))
+    ok1, to1, exc1 = _single_moves(after1, jnp.broadcast_to(die_b[:, None], (2, 24)),
+                                   jnp.broadcast_to(forbid, (2, 24)), guard_corner=True)
+
+    first = lambda x: jnp.broadcast_to(x[:, :, None], (2, 24, 25))
+    pad = jnp.zeros((2, 24, 1), bool)
+    second = lambda x, empty: jnp.concatenate([x, jnp.full((2, 24, 1), empty, x.dtype)], -1)
+    puis_pair, puis_ok = _puissance_pair(board, dice)
+    pair = jnp.stack([
+        _to_flat(first(B.FIELDS[None, :]), puis_pair[0]), _to_flat(first(to0), puis_pair[1]),
+        _to_flat(second(jnp.broadcast_to(B.FIELDS, (2, 24, 24)), 0), puis_pair[2]),
+        _to_flat(second(to1, 0), puis_pair[3])], axis=-1)
+    f0, t0, f1, t1 = (pair[:, k] for k in range(4))
+    swap = (t0 == 0) & (t1 == 0) & (f1 != 0) & (f1 < f0)
+    listed = jnp.where(swap[:, None], pair[:, jnp.array([2, 3, 0, 1])], pair)
+
+    after_first = B.apply_move(board[None], f0, t0)  # [N, 24]
+    after_pair = B.apply_move(after_first, f1, t1)
+    outside_ok, farthest_ok = _exit_rules(board, dice, pair, after_first)
+    return Candidates(
+        pair=pair, listed=listed,
+        first_ok=_to_flat(first(ok0), puis_ok),
+        second_ok=_to_flat(second(ok1, True), puis_ok),
+        exceeding=_to_flat(first(exc0) | jnp.concatenate([exc1, pad], -1), False),
+        has_exit=((t0 == 0) & (f0 != 0)) | ((t1 == 0) & (f1 != 0)),
+        exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
+        is_full=_to_flat(second(jnp.ones((2, 24, 24), bool), False), True),
+        rules_ok=_pair_rules(board, dice, pair),
+        fills=jnp.any(B.quarter_filled(after_pair), axis=-1))
+def _exit_rules(board, dice, pair, after_first):
+    """The parts of the bear-off rule that look at the pair alone: two bool[N].
+
+    * every own checker must be in the last quarter, except a single checker that the
+      first move brings there;
+    * a checker borne off with an exceeding number must be the farthest one (checked on
+      the board before the first move for the first, after it for the second), in one of
+      the two die orders.
+    """
+    f0, t0, f1, t1 = (pair[:, k] for k in range(4))
+    outside = jnp.sum((board > 0) & (B.FIELDS < 19))
+    carried_in = (f0 < 19) & (B.at_field(board, f0) == 1) & (t0 > 18)
+    outside_ok = outside - carried_in == 0
+
+    far0, far1 = B.exit_farthest(board), B.exit_farthest(after_first)
+    dist0 = jnp.where(t0 == 0, 25, t0) - f0
+    dist1 = jnp.where(t1 == 0, 25, t1) - f1
+
+    def not_farthest(die0, die1):
+        exceed0 = (dist0 != 0) & (dist0 < die0)
+        exceed1 = (dist1 != 0) & (dist1 < die1)
+        return (exceed0 & (f0 != far0)) | (exceed1 & (f1 != far1))
+
+    farthest_ok = ~(not_farthest(dice[0], dice[1]) & not_farthest(dice[1], dice[0]))
+    return outside_ok, farthest_ok
+
+
+def member(query, in_set, c: Candidates):
+    """bool[N]: whether each query pair int32[N, 4] is listed by a candidate in `in_set`.
+
+    `query[k]` must move checkers from the same fields as candidate k (it is candidate k's
+    pair, as generated or as listed), so only its partners can list the same pair.
+    """
+    partners = jnp.asarray(CAND_PARTNERS)
+    same = jnp.all(c.listed[partners] == query[:, None, :], axis=-1)
+    return jnp.any(in_set[partners] & same, axis=-1)
+
+
+def first_listed(in_set, c: Candidates):
+    """bool[N]: candidates in `in_set` whose listed pair no earlier candidate lists (dedup)."""
+    partners = jnp.asarray(CAND_PARTNERS)
+    earlier = partners < jnp.arange(NUM_CANDIDATES)[:, None]
+    same = jnp.all(c.listed[partners] == c.listed[:, None, :], axis=-1)
+    return in_set & ~jnp.any(in_set[partners] & earlier & same, axis=-1)
+
+
+def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
+    """bool[N]: the candidates the reference lists (before dedup) for one call of its
+    sequence generator.
+
+    `filling`: the quarter-filling set that restricts the list (None: rule ignored).
+    `exact`: the sequences without exceeding numbers, for the bear-off rule (None: ignored).
+    """
+    ok = c.first_ok & c.second_ok & c.rules_ok
+    if not with_excess:
+        ok &= ~c.exceeding
+    if filling is not None:
+        ok &= ~jnp.any(filling) | member(c.pair, filling, c)
+    if exact is not None:
+        exit_ok = c.exit_outside_ok & (member(c.pair, exact, c)
+                                       | (~jnp.any(exact) & c.exit_farthest_ok))
+        ok &= ~c.has_exit | exit_ok
+    # A first move alone is listed when no second move goes with it (exceeding numbers
+    # allowed only), and in the second pass only when the first pass listed nothing.
+    per_slot, per_pass = _to_slots(ok)
+    if with_excess:
+        alone = ~jnp.any(per_slot[:, :, :EMPTY_SLOT], axis=-1)  # [2, 24]
+        first_pass_empty = ~jnp.any(per_slot[0]) & ~per_pass[0]
+        alone &= jnp.stack([True, first_pass_empty])[:, None]
+    else:
+        alone = jnp.zeros((2, NUM_FIRST), bool)
+    per_slot = per_slot.at[:, :, EMPTY_SLOT].set(per_slot[:, :, EMPTY_SLOT] & alone)
+    ok = _to_flat(per_slot, per_pass)
+    # Pairs with a single move are dropped when any pair has two.
+    return jnp.where(jnp.any(ok & c.is_full), ok & c.is_full, ok)
+
+
+class MoveLists(NamedTuple):
+    """The reference's three sequence lists for one position and roll, as candidate masks."""
+
+    candidates: Candidates
+    filling: jnp.ndarray  # bool[N]: quarter-filling sequences (rules on exits/quarters ignored)
+    exact: jnp.ndarray  # bool[N]: sequences without exceeding numbers (exit rule ignored)
+    legal: jnp.ndarray  # bool[N]: the legal sequences
+
+
+def move_lists(board, dice) -> MoveLists:
+    """Legal sequences of view board int32[24] with dice int32[2]."""
+    c = candidates(board, dice)
+    filling = _sequences(c, with_excess=True) & c.fills
+    exact = _sequences(c, with_excess=False, filling=filling)
+    legal = _sequences(c, with_excess=True, filling=filling, exact=exact)
+    return MoveLists(c, filling, exact, legal)
+
+
+def encode(board, dice, pair):
+    """Action index of move pairs int32[..., 4] on view board int32[24]: int32[...].
+
+    The reference infers which die the first move used from the pair: the distance of a
+    normal move, the other die when only the second move is normal, and for two bear-offs
+    the bigger die when the first checker is the lower one. A puissance move is one short of
+    its die. Checkers are numbered by cumulative count; the second on the board after the
+    first move.
+    """
+    a, b, c, d = (pair[..., k] for k in range(4))
+    v0, v1 = dice[0], dice[1]
+    hi, lo = jnp.maximum(v0, v1), jnp.minimum(v0, v1)
+    two_exits = jnp.where((a < c) | (c == 0), hi, lo)
+    die1 = jnp.where(b > 0, b - a, jnp.where(d > 0, jnp.where(d - c == v0, v1, v0), two_exits))
+    die1 += (b == 12) & (d == 12) & (hi + jnp.minimum(a, c) != 12)
+    cum = B.cumulative_checkers(board)
+    checker1 = cum[a]
+    checker2 = cum[c] - ((a > 0) & (c >= a)) + ((a > 0) & (b > 0) & (c >= b))
+    return jnp.where(die1 == v0, 2, 258) + 16 * checker1 + checker2
+
+
+def decode(board, dice, action):
+    """Move pair int32[4] of a Move action index (2..513) on view board int32[24].
+
+    As the reference: the first checker's field plus its die (beyond 24: borne off), then
+    the second checker counted on the board after the first move; both moves ending on the
+    opponent's corner means the own corner taken par puissance.
+    """
+    code = action - 2
+    die_first = jnp.where(code < 256, dice[0], dice[1])
+    die_second = jnp.where(code < 256, dice[1], dice[0])
+    code = code % 256
+    from1 = B.checker_field(board, code // 16)
+    to1 = jnp.where(from1 + die_first > 24, 0, from1 + die_first)
+    after = B.apply_move(board, from1, to1)
+    from2 = B.checker_field(after, code % 16)
+    to2 = jnp.where(from2 + die_second > 24, 0, from2 + die_second)
+    puissance = (to1 == 13) & (to2 == 13)
+    to1, to2 = jnp.where(puissance, 12, to1), jnp.where(puissance, 12, to2)
+    return jnp.stack([from1, jnp.where(from1 > 0, to1, 0), from2, jnp.where(from2 > 0, to2, 0)])
+
+
+def legal_action_mask(board, dice, hold_or_go):
+    """bool[514] for a decision on view board int32[24] with dice int32[2].
+
+    In the Move stage an empty list means the empty action; in HoldOrGoChoice, Go (1) is
+    added and there is no empty fallback.
+    """
+    lists = move_lists(board, dice)
+    return mask_from_lists(board, dice, lists, hold_or_go)
+
+
+def mask_from_lists(board, dice, lists: MoveLists, hold_or_go):
+    """bool[514] from already computed move lists (see `legal_action_mask`)."""
+    hold_or_go = jnp.asarray(hold_or_go, bool)
+    index = encode(board, dice, lists.candidates.listed)
+    mask = jnp.zeros(514, bool).at[jnp.where(lists.legal, index, 514)].set(True, mode="drop")
+    empty_action = jnp.where(dice[0] >= dice[1], 2, 258)
+    mask = mask.at[empty_action].set(mask[empty_action] | (~jnp.any(lists.legal) & ~hold_or_go))
+    return mask.at[1].set(hold_or_go)

@@ -1,0 +1,224 @@
+"""Scoring: the jans of a roll, their points, and marking points into holes.
+
+A roll is scored on the roller's view board (see board.py) right after the dice are thrown.
+Each jan is worth a value per way of making it; positive jans score for the roller, negative
+ones ("contre" jans, false hits, the helpless man) for his opponent.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from trictrac_jax import board as B
+from trictrac_jax import moves as M
+
+# The reference's Jan enum, in its declaration order.
+JANS = ("FilledQuarter", "TrueHitSmallJan", "TrueHitBigJan", "TrueHitOpponentCorner",
+        "FirstPlayerToExit", "SixTables", "TwoTables", "Mezeas", "FalseHitSmallJan",
+        "FalseHitBigJan", "ContreTwoTables", "ContreMezeas", "HelplessMan")
+(FILLED_QUARTER, TRUE_HIT_SMALL, TRUE_HIT_BIG, TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES,
+ TWO_TABLES, MEZEAS, FALSE_HIT_SMALL, FALSE_HIT_BIG, CONTRE_TWO_TABLES, CONTRE_MEZEAS,
+ HELPLESS_MAN) = range(13)
+# Points per way: [jan, double roll?].
+JAN_VALUES = jnp.array([[4, 6], [4, 6], [2, 4], [4, 6], [4, 6], [4, 6], [4, 6], [4, 6],
+                        [-4, -6], [-2, -4], [-4, -6], [-4, -6], [-2, -4]], jnp.int32)
+# Jans made by a single move pair (their `pairs` row in RollJans).
+PAIR_JANS = (TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES, TWO_TABLES, MEZEAS,
+             CONTRE_TWO_TABLES, CONTRE_MEZEAS, HELPLESS_MAN)
+
+
+class RollJans(NamedTuple):
+    """The jans of one roll. `ways[j]` is the number of ways jan j is made."""
+
+    ways: jnp.ndarray  # int32[13]
+    points: jnp.ndarray  # int32[2]: [roller, opponent]
+    # Details, on the view board (for checking against the reference and for display):
+    hit_jan: jnp.ndarray  # int32[24, 3]: hit jan of the move from field f with die 0, die 1,
+    #                       both dice (tout d'une); -1 where none
+    hit_to: jnp.ndarray  # int32[24, 3]: its destination field
+    fill_ways: jnp.ndarray  # int32[N]: ways the candidate's listed pair counts as FilledQuarter
+    pairs: jnp.ndarray  # int32[13, 4]: the single pair of each jan in PAIR_JANS
+    helpless_double: jnp.ndarray  # bool: HelplessMan without any playable sequence
+
+
+def _hits(board, dice):
+    """Hits ("battre"): an own checker could land on a field holding one opponent checker.
+
+    With one die the hit is true. With both dice on one checker (tout d'une) it is true
+    when one of the two intermediate fields is open (fewer than 2 opponent checkers), false
+    when both are blocked; a tout d'une never hits on a rest corner. Hits on fields 1-6 and
+    19-24 are small-jan hits, the others big-jan hits.
+    """
+    v0, v1 = dice[0], dice[1]
+    steps = jnp.stack([v0, v1, v0 + v1])  # int32[3]
+    to = B.FIELDS[:, None] + steps[None, :]  # [24, 3]
+    target = B.gather_fields(jnp.broadcast_to(board, (24, 24)), to)
+    open_mid = jnp.stack([B.gather_fields(board, B.FIELDS + v0) > -2,
+                          B.gather_fields(board, B.FIELDS + v1) > -2], -1)  # [24, 2]
+    hit = (board[:, None] > 0) & (to <= 24) & (target == -1)
+    hit &= jnp.array([True, False, True]) | (v0 != v1)  # a double's two dice: one move
+    hit &= jnp.array([True, True, False]) | ((to != 12) & (to != 13))
+    true_hit = jnp.array([True, True, False]) | jnp.any(open_mid, -1)[:, None]
+    small = (to < 7) | (to > 18)
+    jan = jnp.where(true_hit, jnp.where(small, TRUE_HIT_SMALL, TRUE_HIT_BIG),
+                    jnp.where(small, FALSE_HIT_SMALL, FALSE_HIT_BIG))
+    return jnp.where(hit, jan, -1), to
+
+
+def _missing_for_quarter(board):
+    """The reference's quarter-filling candidate: (number of checkers missing 0..2, or 3 for
+    none; first missing field).
+
+    Quarters are scanned in order; an opponent checker restarts the count within its
+    quarter; the first quarter missing fewer than 3 checkers is taken, and counts as
+    missing none when the mover can no longer fill it.
+    """
+    q = B.quarters(board)  # [4, 6]
+    pos = jnp.arange(6)
+    last_opp = jnp.max(jnp.where(q < 0, pos, -1), axis=-1, keepdims=True)
+    after = pos > last_opp
+    missing = jnp.sum(jnp.where(after, jnp.clip(2 - q, 0, 2), 0), axis=-1)  # [4]
+    first = jnp.argmax(after & (q < 2), axis=-1)  # [4]
+    found = missing < 3
+    quarter = jnp.argmax(found)
+    n = jnp.where(jnp.any(found), missing[quarter], 3)
+    fillable = B.own_fillable_quarters(board)[quarter]
+    n = jnp.where((n > 0) & (n < 3) & ~fillable, 0, n)
+    return n, 6 * quarter + first[quarter] + 1
+
+
+def _filled_quarter_ways(board, lists: M.MoveLists):
+    """int32[N]: how many times each quarter-filling sequence is counted.
+
+    Filling the last 2 missing checkers: every filling sequence counts. The last one: one
+    way per distinct origin of a checker reaching the missing field. Keeping a filled
+    quarter: one way (the reference lists its last sequence).
+    """
+    c = lists.candidates
+    listed = c.listed
+    seqs = M.first_listed(lists.filling, c)
+    n, dest = _missing_for_quarter(board)
+    index = jnp.arange(M.NUM_CANDIDATES)
+    # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
+    chained = listed[:, 1] == listed[:, 2]
+    origin_a = jnp.where(seqs & (listed[:, 1] == dest), listed[:, 0], 0)
+    origin_b = jnp.where(seqs & (listed[:, 3] == dest),
+                         jnp.where(chained, listed[:, 0], listed[:, 2]), 0)
+    is_origin = (origin_a[:, None] == B.FIELDS) | (origin_b[:, None] == B.FIELDS)  # [N, 24]
+    first_seen = jnp.min(jnp.where(is_origin, index[:, None], M.NUM_CANDIDATES), axis=0)
+    is_first = lambda o: (o > 0) & (first_seen[jnp.clip(o - 1, 0, 23)] == index)
+    one_missing = is_first(origin_a).astype(jnp.int32) + (is_first(origin_b) & (origin_b != origin_a))
+    last = index == jnp.max(jnp.where(seqs, index, -1))
+    ways = jnp.select([n == 0, n == 1, n == 2], [last, one_missing, seqs], jnp.zeros_like(seqs))
+    return ways.astype(jnp.int32)
+
+
+def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
+    """Jans of view board int32[24] rolled `dice` int32[2]; `roll_count` counts this roll.
+
+    `lists` are the move lists of the same board and dice (shared with the legal mask).
+    """
+    v0, v1 = dice[0], dice[1]
+    hi, lo = jnp.maximum(v0, v1), jnp.minimum(v0, v1)
+    own = jnp.maximum(board, 0)
+    at = lambda f: B.at_field(board, f)
+    corner, opp_corner = jnp.abs(at(12)), jnp.abs(at(13))
+    pairs = jnp.zeros((13, 4), jnp.int32)
+    present = jnp.zeros(13, bool)
+
+    def put(jan, ok, pair):
+        return pairs.at[jan].set(jnp.stack(pair).astype(jnp.int32)), present.at[jan].set(ok)
+
+    # Hit the opponent's empty corner with both dice while holding one's own.
+    src0, src1 = 13 - v0, 13 - v1
+    need = lambda f, base: jnp.where(f == 12, base + 2, base)
+    ok = jnp.where(src0 == src1, at(src0) > need(src0, 1),
+                   (at(src0) > need(src0, 0)) & (at(src1) > need(src1, 0)))
+    ok &= (corner != 0) & (opp_corner == 0) & (at(src0) > 0) & (at(src1) > 0)
+    pairs, present = put(TRUE_HIT_CORNER, ok, (src0, 13, src1, 13))
+
+    # First to bear off all checkers: fewer than 3 left and both dice take them off
+    # (the reference's test is "beyond field 23", so landing on 24 counts).
+    total = jnp.sum(own)
+    occupied = own > 0
+    high = jnp.where(jnp.any(occupied), 24 - jnp.argmax(occupied[::-1]), 24)
+    rest = occupied & (B.FIELDS < high)
+    second = jnp.where(at(high) > 1, high, jnp.where(jnp.any(rest), 24 - jnp.argmax(rest[::-1]), 24))
+    ok = (total < 3) & (high + hi > 23) & (second + lo > 23)
+    pairs, present = put(FIRST_TO_EXIT, ok, (high, 0, jnp.where(total > 1, second, 0), 0))
+
+    # Six tables on the third roll: 4 single checkers, fields 2..7 missing exactly the two
+    # fields that the dice reach from field 1.
+    six = jnp.arange(2, 8)
+    missing6 = own[six - 1] == 0
+    m0 = six[jnp.argmax(missing6)]
+    m1 = six[5 - jnp.argmax(missing6[::-1])]
+    ok = (roll_count == 3) & (jnp.sum(own == 1) == 4) & (jnp.sum(missing6) == 2)
+    ok &= (jnp.minimum(v0, v1) + 1 == m0) & (jnp.maximum(v0, v1) + 1 == m1)
+    pairs, present = put(SIX_TABLES, ok, (1, m0, 1, m1))
+
+    # Talon of 13 and two checkers out: two tables (both corners at once) and mezeas
+    # (both checkers on the corner, a 1 rolled); "contre" when the opponent holds his corner.
+    out = jnp.where(B.FIELDS > 1, own, 0)
+    talon = (own[0] == 13) & (jnp.sum(out) == 2)
+    fa = 24 - jnp.argmax(out[::-1] > 0)  # higher field
+    fb = jnp.where(out[fa - 1] > 1, fa, 24 - jnp.argmax((out * (B.FIELDS < fa))[::-1] > 0))
+    lands = lambda x, y: ((fa + v0 == x) & (fb + v1 == y)) | ((fa + v1 == x) & (fb + v0 == y))
+    to_a = jnp.where(lands(12, 13), 12, 13)
+    two = talon & (lands(12, 13) | lands(13, 12))
+    contre = opp_corner != 0
+    pair = (fa, to_a, fb, 25 - to_a)
+    pairs, present = put(TWO_TABLES, two & ~contre, pair)
+    pairs, present = put(CONTRE_TWO_TABLES, two & contre, pair)
+    mezeas = talon & (fa == 12) & (fb == 12) & ((v0 == 1) | (v1 == 1))
+    pair = (12, 12 + v0, 12, 12 + v1)
+    pairs, present = put(MEZEAS, mezeas & ~contre, pair)
+    pairs, present = put(CONTRE_MEZEAS, mezeas & contre, pair)
+
+    # Helpless man: a die that no legal sequence plays (puissance moves play neither).
+    legal = lists.legal
+    seq = lists.candidates.listed
+
+    def playable(die):
+        frm, to = seq[:, 0::2], seq[:, 1::2]
+        doable = ((to == 0) & (25 - frm <= die)) | ((frm < to) & (to - frm == die))
+        return jnp.any(legal[:, None] & doable)
+
+    none = ~jnp.any(legal)
+    first_seq = seq[jnp.argmax(legal)]
+    ok = none | ~playable(v0) | ~playable(v1)
+    pairs, present = put(HELPLESS_MAN, ok, tuple(jnp.where(none, 0, first_seq)))
+
+    hit_jan, hit_to = _hits(board, dice)
+    fill_ways = _filled_quarter_ways(board, lists)
+    ways = present.astype(jnp.int32)
+    ways += jnp.sum(hit_jan[..., None] == jnp.arange(13), axis=(0, 1))
+    ways = ways.at[FILLED_QUARTER].add(jnp.sum(fill_ways))
+    double = jnp.full(13, v0 == v1).at[HELPLESS_MAN].set(none)
+    value = jnp.where(double, JAN_VALUES[:, 1], JAN_VALUES[:, 0]) * ways
+    points = jnp.stack([jnp.sum(jnp.maximum(value, 0)), jnp.sum(jnp.maximum(-value, 0))])
+    return RollJans(ways, points, hit_jan, hit_to, fill_ways, pairs, none)
+
+
+def mark_points(points, holes, can_bredouille, scorer, n, opponent):
+    """Mark `n` points for colour `scorer`; returns (points, holes, can_bredouille, new_hole).
+
+    Every 12 points make a hole, two while the scorer "can bredouille" (nobody else scored
+    since his last hole). When points are marked, `opponent` loses that right, and if a hole
+    was won his points are wiped and the right comes back. As in the reference, `opponent`
+    is the scorer himself when the scorer is not the player to move (marking after the
+    mover bore off all his checkers), so the scorer then loses his own points.
+    """
+    total = points[scorer] + n
+    games = total // 12
+    won = jnp.where(games == 0, 0, jnp.where(can_bredouille[scorer], 2 * games, 2 * games - 1))
+    new_hole = won > 0
+    points = points.at[scorer].set(total % 12)
+    holes = holes.at[scorer].add(won)
+    can_bredouille = can_bredouille.at[scorer].set(can_bredouille[scorer] | new_hole)
+    scored = n > 0
+    can_bredouille = can_bredouille.at[opponent].set(
+        jnp.where(scored, new_hole, can_bredouille[opponent]))
+    points = points.at[opponent].set(jnp.where(scored & new_hole, 0, points[opponent]))
+    return points, holes, can_bredouille, new_hole
