@@ -26,16 +26,12 @@ def real_board(view, player):
 
 
 def at_field(board, field):
-    """board[..., field - 1] for int field arrays (any shape broadcastable to the batch).
+    """Checkers of one board int32[24] on fields `field` (any int shape); field 0 reads 0.
 
-    `field` 0 (off the board) reads 0.
+    Fields beyond 24 read field 24: callers mask them.
     """
-    field = jnp.asarray(field)
-    shape = jnp.broadcast_shapes(board.shape[:-1], field.shape)
-    board = jnp.broadcast_to(board, shape + (24,))
-    idx = jnp.broadcast_to(jnp.clip(field - 1, 0, 23), shape)
-    value = jnp.take_along_axis(board, idx[..., None], axis=-1)[..., 0]
-    return jnp.where(field >= 1, value, 0)
+    padded = jnp.concatenate([jnp.zeros(1, board.dtype), board])
+    return jnp.take(padded, field, mode="clip")
 
 
 def gather_fields(board, fields):
@@ -96,7 +92,7 @@ def forbid_exits(board, dice):
     outside = (board > 0) & (FIELDS < 19)
     n_fields = jnp.sum(outside, axis=-1)
     field = jnp.argmax(outside, axis=-1) + 1
-    single = (n_fields == 1) & (at_field(board, field) == 1)
+    single = (n_fields == 1) & (jnp.sum(jnp.where(outside, board, 0), axis=-1) == 1)
     return (n_fields > 0) & ~(single & (field + jnp.max(dice, axis=-1) > 18))
 
 

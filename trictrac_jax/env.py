@@ -197,20 +197,24 @@ def observe(state: State, player=None):
     player = state.current_player if player is None else player
     view = B.view_board(state._board, player)
 
+    # Scales are multiplied, not divided: XLA turns a division by a constant into a
+    # multiplication under jit only, and results must not depend on jit.
+    twelfth = jnp.float32(1 / 12)
+
     def checkers(n):  # [24] -> [96]: n == 1, n == 2, n == 3, (n - 3) / 12
-        return jnp.stack([n == 1, n == 2, n == 3, jnp.maximum(n - 3, 0) / 12.0], -1).ravel()
+        return jnp.stack([n == 1, n == 2, n == 3, jnp.maximum(n - 3, 0) * twelfth], -1).ravel()
 
     def record(p):
-        return jnp.stack([state._points[p] / 12.0, state._holes[p] / 12.0,
+        return jnp.stack([state._points[p] * twelfth, state._holes[p] * twelfth,
                           state._can_bredouille[p], state._can_big_bredouille[p]])
 
     parts = [
         checkers(jnp.maximum(view, 0)), checkers(jnp.maximum(-view, 0)),
-        state._dice / 6.0, jnp.zeros(1), (state._turn_stage / 5.0)[None],
+        state._dice * jnp.float32(1 / 6), jnp.zeros(1), (state._turn_stage * jnp.float32(1 / 5))[None],
         record(player), record(1 - player),
         B.quarter_filled(view), B.opp_quarter_filled(view),
         jnp.stack([jnp.all(view[:18] <= 0), jnp.all(view[6:] >= 0),
                    view[11] >= 2, view[12] <= -2]),
-        jnp.minimum(state._dice_roll_count[player] / 3.0, 1.0)[None],
+        jnp.minimum(state._dice_roll_count[player] * jnp.float32(1 / 3), 1.0)[None],
     ]
     return jnp.concatenate([jnp.asarray(x, jnp.float32).ravel() for x in parts])

@@ -127,14 +127,14 @@ def is_puissance(board, dice, pair):
 
 def can_take_corner_by_effect(board, dice):
     """The empty own corner is reachable directly: an own checker at 12 - d for each die."""
-    src = B.at_field(board[..., None, :], 12 - dice)
+    src = B.at_field(board, 12 - dice)
     return (B.at_field(board, 12) == 0) & jnp.all(src > 0, axis=-1)
 
 
 def _puissance_pair(board, dice):
     """The canonical puissance pair (lower field first) and whether it exists: [..., 4]."""
     src = 13 - dice  # fields one step short of the opponent's corner
-    counts = B.at_field(board[..., None, :], src)
+    counts = B.at_field(board, src)
     double = dice[..., 0] == dice[..., 1]
     exists = jnp.where(double, counts[..., 0] >= 2, jnp.all(counts >= 1, axis=-1))
     exists &= (B.at_field(board, 12) == 0) & (B.at_field(board, 13) == 0)
@@ -182,9 +182,8 @@ def candidates(board, dice) -> Candidates:
     swap = (t0 == 0) & (t1 == 0) & (f1 != 0) & (f1 < f0)
     listed = jnp.where(swap[:, None], pair[:, jnp.array([2, 3, 0, 1])], pair)
 
-    after_first = B.apply_move(board[None], f0, t0)  # [N, 24]
-    after_pair = B.apply_move(after_first, f1, t1)
-    outside_ok, farthest_ok = _exit_rules(board, dice, pair, after_first)
+    far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
+    outside_ok, farthest_ok = _exit_rules(board, dice, pair, far_after_first)
     return Candidates(
         pair=pair, listed=listed,
         first_ok=_to_flat(first(ok0), puis_ok),
@@ -194,8 +193,29 @@ def candidates(board, dice) -> Candidates:
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
         is_full=_to_flat(second(jnp.ones((2, 24, 24), bool), False), True),
         rules_ok=_pair_rules(board, dice, pair),
-        fills=jnp.any(B.quarter_filled(after_pair), axis=-1))
-def _exit_rules(board, dice, pair, after_first):
+        fills=_fills(board, after1, ok1, to1, puis_pair))
+
+def _fills(board, after1, ok1, to1, puis_pair):
+    """bool[N]: a quarter is filled after the candidate's pair.
+
+    Counted per quarter as fields holding fewer than 2 checkers after the first move; the
+    second move can only make its origin short (from 2 checkers) or its destination full
+    (from 1 checker). This avoids building a board per candidate.
+    """
+    short = jnp.sum(B.quarters(after1) < 2, axis=-1)  # [2, 24, 4]
+    quarter = lambda f: (f[..., None] - 1) // 6 == jnp.arange(4)  # [..., 4]
+    leaves = (after1 == 2)[..., None] & quarter(jnp.broadcast_to(B.FIELDS, (2, 24, 24)))
+    arrives = ((B.gather_fields(after1, to1) == 1) & (to1 > 0))[..., None] & quarter(to1)
+    after2 = short[:, :, None, :] + leaves - arrives  # [2, 24, 24, 4]
+    full = jnp.any(after2 == 0, axis=-1) & ok1
+    alone = jnp.any(short == 0, axis=-1)[..., None]
+    puissance_board = B.apply_move(B.apply_move(board, puis_pair[0], puis_pair[1]),
+                                   puis_pair[2], puis_pair[3])
+    return _to_flat(jnp.concatenate([full, alone], axis=-1),
+                    jnp.any(B.quarter_filled(puissance_board)))
+
+
+def _exit_rules(board, dice, pair, far_after_first):
     """The parts of the bear-off rule that look at the pair alone: two bool[N].
 
     * every own checker must be in the last quarter, except a single checker that the
@@ -209,7 +229,7 @@ def _exit_rules(board, dice, pair, after_first):
     carried_in = (f0 < 19) & (B.at_field(board, f0) == 1) & (t0 > 18)
     outside_ok = outside - carried_in == 0
 
-    far0, far1 = B.exit_farthest(board), B.exit_farthest(after_first)
+    far0, far1 = B.exit_farthest(board), far_after_first
     dist0 = jnp.where(t0 == 0, 25, t0) - f0
     dist1 = jnp.where(t1 == 0, 25, t1) - f1
 

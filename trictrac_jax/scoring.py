@@ -88,7 +88,7 @@ def _missing_for_quarter(board):
     return n, 6 * quarter + first[quarter] + 1
 
 
-def _filled_quarter_ways(board, lists: M.MoveLists):
+def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     """int32[N]: how many times each quarter-filling sequence is counted.
 
     Filling the last 2 missing checkers: every filling sequence counts. The last one: one
@@ -105,9 +105,14 @@ def _filled_quarter_ways(board, lists: M.MoveLists):
     origin_a = jnp.where(seqs & (listed[:, 1] == dest), listed[:, 0], 0)
     origin_b = jnp.where(seqs & (listed[:, 3] == dest),
                          jnp.where(chained, listed[:, 0], listed[:, 2]), 0)
-    is_origin = (origin_a[:, None] == B.FIELDS) | (origin_b[:, None] == B.FIELDS)  # [N, 24]
-    first_seen = jnp.min(jnp.where(is_origin, index[:, None], M.NUM_CANDIDATES), axis=0)
-    is_first = lambda o: (o > 0) & (first_seen[jnp.clip(o - 1, 0, 23)] == index)
+    # A checker reaches `dest` with one die, both (tout d'une) or one short of a die
+    # (puissance): these are the only possible origins.
+    v0, v1 = dice[0], dice[1]
+    possible = dest - jnp.stack([v0, v1, v0 + v1, v0 - 1, v1 - 1])  # [5]
+    is_origin = lambda o: (o[:, None] == possible) & (o[:, None] > 0)  # [N, 5]
+    seen = is_origin(origin_a) | is_origin(origin_b)
+    first_seen = jnp.min(jnp.where(seen, index[:, None], M.NUM_CANDIDATES), axis=0)  # [5]
+    is_first = lambda o: jnp.any(is_origin(o) & (first_seen == index[:, None]), axis=-1)
     one_missing = is_first(origin_a).astype(jnp.int32) + (is_first(origin_b) & (origin_b != origin_a))
     last = index == jnp.max(jnp.where(seqs, index, -1))
     ways = jnp.select([n == 0, n == 1, n == 2], [last, one_missing, seqs], jnp.zeros_like(seqs))
@@ -191,7 +196,7 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     pairs, present = put(HELPLESS_MAN, ok, tuple(jnp.where(none, 0, first_seq)))
 
     hit_jan, hit_to = _hits(board, dice)
-    fill_ways = _filled_quarter_ways(board, lists)
+    fill_ways = _filled_quarter_ways(board, dice, lists)
     ways = present.astype(jnp.int32)
     ways += jnp.sum(hit_jan[..., None] == jnp.arange(13), axis=(0, 1))
     ways = ways.at[FILLED_QUARTER].add(jnp.sum(fill_ways))

@@ -1,0 +1,188 @@
+"""Properties of the environment on random play, and its API contracts."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import trictrac_jax as tt
+from trictrac_jax.agents import random_agent
+from trictrac_jax.state import TS_HOLD_OR_GO, TS_MOVE
+
+ENV = tt.Trictrac(max_steps=None)
+
+
+def play(env, key, batch, steps):
+    """Random self-play; returns the final states and per-step snapshots (stacked)."""
+    k0, key = jax.random.split(key)
+    state = jax.vmap(env.init)(jax.random.split(k0, batch))
+
+    def body(state, key):
+        ka, ks = jax.random.split(key)
+        action = jax.vmap(random_agent)(jax.random.split(ka, batch), state)
+        nxt = jax.vmap(env.step)(state, action, jax.random.split(ks, batch))
+        return nxt, (state, action)
+
+    final, (states, actions) = jax.lax.scan(body, state, jax.random.split(key, steps))
+    return final, states, actions
+
+
+@pytest.fixture(scope="module")
+def random_games():
+    return jax.jit(play, static_argnums=(0, 2, 3))(ENV, jax.random.PRNGKey(7), 16, 700)
+
+
+def test_fifteen_checkers_per_side_always(random_games):
+    _, states, _ = random_games
+    board = np.asarray(states._board, np.int32)
+    assert (np.maximum(board, 0).sum(-1) <= 15).all() and (np.maximum(-board, 0).sum(-1) <= 15).all()
+    # checkers only leave by bearing off, and the board is reset then: while a game runs,
+    # both sides never have more than 15 and the reset board has exactly 15 each.
+    live = ~np.asarray(states.terminated)
+    assert live.any()
+    white, black = np.maximum(board, 0).sum(-1), np.maximum(-board, 0).sum(-1)
+    assert (white[live] >= 1).all() and (black[live] >= 1).all()
+
+
+def test_decision_nodes_have_legal_actions(random_games):
+    _, states, actions = random_games
+    live = ~np.asarray(states.terminated)
+    mask = np.asarray(states.legal_action_mask)
+    assert mask[live].any(-1).all()
+    assert not np.asarray(states.is_chance)[live].any()  # step always returns a decision node
+    ts = np.asarray(states._turn_stage)[live]
+    assert np.isin(ts, [TS_MOVE, TS_HOLD_OR_GO]).all()
+    # Go is legal exactly in the hold-or-go stage
+    assert (mask[live][:, 1] == (ts == TS_HOLD_OR_GO)).all()
+    acted = np.take_along_axis(mask, np.asarray(actions)[..., None], -1)[..., 0]
+    assert acted[live].all()
+
+
+def test_games_end_with_a_winner(random_games):
+    final, states, _ = random_games
+    done = np.asarray(final.terminated)
+    assert done.mean() > 0.8, done
+    rewards = np.asarray(states.rewards).sum(0)  # summed over time, per game and colour
+    holes = np.asarray(final._holes)
+    for g in np.nonzero(done)[0]:
+        winner = int(np.argmax(rewards[g]))
+        assert sorted(rewards[g].tolist()) == [-1.0, 1.0]
+        assert holes[g, winner] >= 12
+    assert np.allclose(np.asarray(states.rewards).sum(-1), 0.0)  # zero-sum at every step
+
+
+def test_same_key_same_game():
+    run = jax.jit(play, static_argnums=(0, 2, 3))
+    a = run(ENV, jax.random.PRNGKey(3), 4, 60)
+    b = run(ENV, jax.random.PRNGKey(3), 4, 60)
+    c = run(ENV, jax.random.PRNGKey(4), 4, 60)
+    same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)
+    assert all(jax.tree.leaves(same))
+    assert not np.array_equal(a[1]._board, c[1]._board)
+
+
+def test_vmap_equals_per_game_loop():
+    final, states, actions = jax.jit(play, static_argnums=(0, 2, 3))(ENV, jax.random.PRNGKey(11), 3, 40)
+    step = jax.jit(ENV.step)
+    for g in range(3):
+        state = jax.tree.map(lambda x: x[0, g], states)
+        for t in range(39):
+            # recover the dice key from the replayed snapshot: compare the deterministic part
+            # and the roll through step_deterministic + chance_step with the recorded dice
+            nxt = jax.tree.map(lambda x: x[t + 1, g], states)
+            after = ENV.step_deterministic(state, actions[t, g])
+            if bool(after.is_chance):
+                rolled = ENV.chance_step(after, tt.dice_to_outcome(nxt._dice))
+            else:
+                rolled = after
+            same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)),
+                                rolled.replace(rewards=nxt.rewards), nxt)
+            assert all(jax.tree.leaves(same)), (g, t)
+            state = nxt
+    del step, final
+
+
+def test_jit_equals_no_jit():
+    key = jax.random.PRNGKey(5)
+    state = jax.jit(ENV.init)(key)
+    with jax.disable_jit():
+        eager = ENV.init(key)
+    for t in range(3):
+        k = jax.random.fold_in(key, t)
+        action = random_agent(k, state)
+        jitted = jax.jit(ENV.step)(state, action, k)
+        with jax.disable_jit():
+            eager = ENV.step(eager, action, k)
+        same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), jitted, eager)
+        assert all(jax.tree.leaves(same)), t
+        state = jitted
+
+
+def test_chance_api():
+    probs = np.asarray(ENV.chance_probs)
+    assert probs.shape == (36,) and np.isclose(probs.sum(), 1.0) and (probs > 0).all()
+    dice = np.asarray(tt.CHANCE_DICE)
+    assert len({tuple(d) for d in dice}) == 36 and dice.min() == 1 and dice.max() == 6
+    assert (np.asarray(tt.dice_to_outcome(tt.CHANCE_DICE)) == np.arange(36)).all()
+    state = jax.jit(ENV.init)(jax.random.PRNGKey(0))
+    action = jnp.argmax(state.legal_action_mask)
+    after = jax.jit(ENV.step_deterministic)(state, action)
+    assert bool(after.is_chance) and not bool(after.legal_action_mask.any())
+    for k in (0, 17, 35):
+        rolled = jax.jit(ENV.chance_step)(after, k)
+        assert list(np.asarray(rolled._dice)) == list(dice[k])
+        assert not bool(rolled.is_chance) and bool(rolled.legal_action_mask.any())
+    # a chance step on a decision node changes nothing
+    same = jax.jit(ENV.chance_step)(state, 3)
+    assert bool(jnp.array_equal(same._dice, state._dice))
+    # step == step_deterministic then chance_step with the sampled outcome
+    key = jax.random.PRNGKey(9)
+    full = jax.jit(ENV.step)(state, action, key)
+    split = ENV.chance_step(after, tt.env.sample_outcome(key))
+    assert bool(jnp.array_equal(full._board, split._board))
+    assert bool(jnp.array_equal(full.legal_action_mask, split.legal_action_mask))
+
+
+def test_illegal_action_loses_and_terminal_is_absorbing():
+    state = jax.jit(ENV.init)(jax.random.PRNGKey(1))
+    illegal = int(np.nonzero(~np.asarray(state.legal_action_mask))[0][0])
+    mover = int(state.current_player)
+    out = jax.jit(ENV.step)(state, illegal, jax.random.PRNGKey(2))
+    assert bool(out.terminated)
+    assert out.rewards[mover] == -1 and out.rewards[1 - mover] == 1
+    assert bool(jnp.array_equal(out._board, state._board))  # nothing moved
+    assert bool(out.legal_action_mask.all())
+    again = jax.jit(ENV.step)(out, 5, jax.random.PRNGKey(3))
+    assert bool(again.terminated) and not bool(again.rewards.any())
+    assert bool(jnp.array_equal(again._board, out._board))
+    # out-of-range action indices are illegal too
+    for bad in (-1, 514, 10_000):
+        out = jax.jit(ENV.step)(state, bad, jax.random.PRNGKey(2))
+        assert bool(out.terminated) and out.rewards[mover] == -1
+
+
+def test_truncation():
+    env = tt.Trictrac(max_steps=5)
+    final, states, _ = jax.jit(play, static_argnums=(0, 2, 3))(env, jax.random.PRNGKey(0), 4, 8)
+    trunc = np.asarray(states.truncated)
+    assert not trunc[:5].any() and trunc[5:].all()
+    assert not np.asarray(states.terminated).any()
+    assert np.asarray(final._step_count).max() == 5
+    with pytest.raises(ValueError, match="max_steps"):
+        tt.Trictrac(max_steps=0)
+
+
+def test_string_id_round_trip_restores_decisions(random_games):
+    _, states, _ = random_games
+    restore = jax.jit(ENV.restore)
+    for t in (0, 13, 40):
+        for g in range(3):
+            state = jax.tree.map(lambda x: x[t, g], states)
+            if bool(state.terminated):
+                continue
+            loaded = tt.from_string_id(tt.to_string_id(state))
+            # the id does not carry the roll count or the last roll's points
+            loaded = loaded.replace(_dice_roll_count=state._dice_roll_count,
+                                    _dice_points=state._dice_points)
+            back = restore(loaded)
+            assert bool(jnp.array_equal(back.legal_action_mask, state.legal_action_mask))
+            assert bool(jnp.allclose(back.observation, state.observation))
