@@ -34,10 +34,26 @@ def at_field(board, field):
     return jnp.take(padded, field, mode="clip")
 
 
-def gather_fields(board, fields):
-    """board[..., fields - 1] along the last axis: fields int32[..., k] -> [..., k]; 0 reads 0."""
-    value = jnp.take_along_axis(board, jnp.clip(fields - 1, 0, 23), axis=-1)
-    return jnp.where(fields >= 1, value, 0)
+def ahead(board, steps, max_steps=6):
+    """int32[..., 24]: for each field f, the checkers on field f + steps (0 beyond field 24).
+
+    `steps` (1..max_steps) broadcasts against board.shape[:-1]. A select over the possible
+    shifts rather than a gather: gathers are slow on CPU.
+    """
+    padded = jnp.concatenate([board, jnp.zeros(board.shape[:-1] + (max_steps,), board.dtype)], -1)
+    steps = jnp.asarray(steps)[..., None]
+    out = jnp.zeros_like(board)
+    for k in range(1, max_steps + 1):
+        out = jnp.where(steps == k, padded[..., k:k + 24], out)
+    return out
+
+
+def lookup(table, index):
+    """table[index] for a small 1-D table, as a one-hot reduction (no gather)."""
+    hit = index[..., None] == jnp.arange(table.shape[0])
+    if table.dtype == jnp.bool_:
+        return jnp.any(hit & table, axis=-1)
+    return jnp.sum(jnp.where(hit, table, 0), axis=-1)
 
 
 def quarters(board):

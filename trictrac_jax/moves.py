@@ -34,6 +34,7 @@ from trictrac_jax import board as B
 
 NUM_PASSES, NUM_FIRST, NUM_SLOTS = 2, 24, 25
 EMPTY_SLOT = 24
+BEAR_OFF_FROM = 18  # index of field 19: a checker bears off only from fields 19-24
 PASS_SIZE = NUM_FIRST * NUM_SLOTS + 1  # + the puissance candidate of the pass
 NUM_CANDIDATES = NUM_PASSES * PASS_SIZE
 
@@ -47,18 +48,38 @@ def _candidate_layout():
     s = np.where(puissance, EMPTY_SLOT, k % NUM_SLOTS)
     index = lambda p_, i_, s_: p_ * PASS_SIZE + i_ * NUM_SLOTS + s_
     # Two candidates can describe the same move pair only if they move checkers from the
-    # same fields, maybe swapped (the reference lists a double bear-off with the lower field
-    # first): candidates (p', i, s) and (p', s, i). The puissance candidates only equal
-    # each other. Equality is still checked on the pairs themselves.
+    # same fields, maybe swapped: candidates (p', i, s) and (p', s, i). Swapped fields give
+    # the same pair only for two bear-offs (the reference lists them lower field first),
+    # which start in the last quarter: i, s >= BEAR_OFF_FROM. The puissance candidates only
+    # equal each other. Equality is still checked on the pairs themselves.
     partners = []
     for q in range(2):
         same = np.where(puissance, q * PASS_SIZE + PASS_SIZE - 1, index(q, i, s))
-        swapped = np.where(puissance | (s == EMPTY_SLOT), same, index(q, np.minimum(s, 23), i))
+        block = ~puissance & (i >= BEAR_OFF_FROM) & (s >= BEAR_OFF_FROM) & (s != EMPTY_SLOT)
+        swapped = np.where(block, index(q, np.minimum(s, 23), i), same)
         partners += [same, swapped]
     return p, i, s, puissance, np.stack(partners, axis=1)
 
 
 CAND_PASS, CAND_FIRST, CAND_SLOT, CAND_PUISSANCE, CAND_PARTNERS = _candidate_layout()
+
+
+def partner_values(x):
+    """x[CAND_PARTNERS] for x [N, ...] -> [N, 4, ...], by slicing instead of a gather."""
+    tail = x.shape[1:]
+    per_pass = x.reshape((2, PASS_SIZE) + tail)
+    grid = per_pass[:, :-1].reshape((2, NUM_FIRST, NUM_SLOTS) + tail)
+    k = BEAR_OFF_FROM
+    block = jnp.swapaxes(grid[:, k:, k:EMPTY_SLOT], 1, 2)
+    swapped = grid.at[:, k:, k:EMPTY_SLOT].set(block)
+    out = []
+    for q in range(2):
+        for g in (grid[q], swapped[q]):
+            body = jnp.broadcast_to(g.reshape((NUM_FIRST * NUM_SLOTS,) + tail),
+                                    (2, NUM_FIRST * NUM_SLOTS) + tail)
+            puis = jnp.broadcast_to(per_pass[q, -1], (2, 1) + tail)
+            out.append(jnp.concatenate([body, puis], axis=1).reshape(x.shape))
+    return jnp.stack(out, axis=1)
 
 
 class Candidates(NamedTuple):
@@ -75,6 +96,9 @@ class Candidates(NamedTuple):
     exit_outside_ok: jnp.ndarray  # bool: bear-off rule, all checkers in the last quarter
     exit_farthest_ok: jnp.ndarray  # bool: bear-off rule, exceeding numbers on the farthest
     is_full: jnp.ndarray  # bool: two moves (or the puissance pair)
+    # Equalities with the candidate's partners (CAND_PARTNERS), computed once:
+    same_as_pair: jnp.ndarray  # bool[..., N, 4]: partner's listed pair == this generated pair
+    same_earlier: jnp.ndarray  # bool[..., N, 4]: an earlier partner lists the same pair
 
 
 def _single_moves(board, die, forbid, guard_corner):
@@ -88,7 +112,7 @@ def _single_moves(board, die, forbid, guard_corner):
     dest = jnp.where(raw >= 25, 0, raw)
     exceeding = raw > 25
     ok = (board > 0) & ~((dest == 0) & forbid[..., None])
-    ok &= B.gather_fields(board, dest) >= 0  # an opponent checker blocks the field
+    ok &= B.ahead(board, die) >= 0  # an opponent checker blocks the field
     if guard_corner:
         ok &= ~((B.FIELDS == B.OWN_CORNER) & (board == 2))
     return ok, dest, exceeding
@@ -105,9 +129,8 @@ def _pair_rules(board, dice, pair):
     # Opponent's corner: never a destination, except as the rest of a tout d'une.
     bad |= (t1 == 13) | ((t0 == 13) & (t0 != f1))
     # No play in a quarter the opponent can still fill (a tout d'une only rests on its end).
-    opp_fillable = B.opp_fillable_quarters(board)[..., None, :]
-    in_fillable = lambda t: (t > 12) & jnp.take_along_axis(
-        opp_fillable, jnp.clip((t - 1) // 6, 0, 3)[..., None], -1)[..., 0]
+    opp_fillable = B.opp_fillable_quarters(board)
+    in_fillable = lambda t: (t > 12) & B.lookup(opp_fillable, (t - 1) // 6)
     chained = (f1 != 0) & (t0 == f1)
     bad |= (~chained & in_fillable(t0)) | in_fillable(t1)
     # The corner may not be taken par puissance when it can be taken by effect.
@@ -180,10 +203,13 @@ def candidates(board, dice) -> Candidates:
         _to_flat(second(to1, 0), puis_pair[3])], axis=-1)
     f0, t0, f1, t1 = (pair[:, k] for k in range(4))
     swap = (t0 == 0) & (t1 == 0) & (f1 != 0) & (f1 < f0)
-    listed = jnp.where(swap[:, None], pair[:, jnp.array([2, 3, 0, 1])], pair)
+    listed = jnp.where(swap[:, None], jnp.concatenate([pair[:, 2:], pair[:, :2]], 1), pair)
 
+    partner_listed = partner_values(listed)  # [N, 4 partners, 4]
+    earlier = jnp.asarray(CAND_PARTNERS < np.arange(NUM_CANDIDATES)[:, None])
     far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
-    outside_ok, farthest_ok = _exit_rules(board, dice, pair, far_after_first)
+    single_first = _to_flat(first(board[None, :] == 1), B.at_field(board, puis_pair[0]) == 1)
+    outside_ok, farthest_ok = _exit_rules(board, dice, pair, single_first, far_after_first)
     return Candidates(
         pair=pair, listed=listed,
         first_ok=_to_flat(first(ok0), puis_ok),
@@ -193,9 +219,11 @@ def candidates(board, dice) -> Candidates:
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
         is_full=_to_flat(second(jnp.ones((2, 24, 24), bool), False), True),
         rules_ok=_pair_rules(board, dice, pair),
-        fills=_fills(board, after1, ok1, to1, puis_pair))
+        fills=_fills(board, after1, ok1, to1, die_b, puis_pair),
+        same_as_pair=jnp.all(partner_listed == pair[:, None, :], axis=-1),
+        same_earlier=jnp.all(partner_listed == listed[:, None, :], axis=-1) & earlier)
 
-def _fills(board, after1, ok1, to1, puis_pair):
+def _fills(board, after1, ok1, to1, die_b, puis_pair):
     """bool[N]: a quarter is filled after the candidate's pair.
 
     Counted per quarter as fields holding fewer than 2 checkers after the first move; the
@@ -205,7 +233,7 @@ def _fills(board, after1, ok1, to1, puis_pair):
     short = jnp.sum(B.quarters(after1) < 2, axis=-1)  # [2, 24, 4]
     quarter = lambda f: (f[..., None] - 1) // 6 == jnp.arange(4)  # [..., 4]
     leaves = (after1 == 2)[..., None] & quarter(jnp.broadcast_to(B.FIELDS, (2, 24, 24)))
-    arrives = ((B.gather_fields(after1, to1) == 1) & (to1 > 0))[..., None] & quarter(to1)
+    arrives = ((B.ahead(after1, die_b[:, None]) == 1) & (to1 > 0))[..., None] & quarter(to1)
     after2 = short[:, :, None, :] + leaves - arrives  # [2, 24, 24, 4]
     full = jnp.any(after2 == 0, axis=-1) & ok1
     alone = jnp.any(short == 0, axis=-1)[..., None]
@@ -215,7 +243,7 @@ def _fills(board, after1, ok1, to1, puis_pair):
                     jnp.any(B.quarter_filled(puissance_board)))
 
 
-def _exit_rules(board, dice, pair, far_after_first):
+def _exit_rules(board, dice, pair, single_first, far_after_first):
     """The parts of the bear-off rule that look at the pair alone: two bool[N].
 
     * every own checker must be in the last quarter, except a single checker that the
@@ -226,7 +254,7 @@ def _exit_rules(board, dice, pair, far_after_first):
     """
     f0, t0, f1, t1 = (pair[:, k] for k in range(4))
     outside = jnp.sum((board > 0) & (B.FIELDS < 19))
-    carried_in = (f0 < 19) & (B.at_field(board, f0) == 1) & (t0 > 18)
+    carried_in = (f0 < 19) & single_first & (t0 > 18)
     outside_ok = outside - carried_in == 0
 
     far0, far1 = B.exit_farthest(board), far_after_first
@@ -242,23 +270,17 @@ def _exit_rules(board, dice, pair, far_after_first):
     return outside_ok, farthest_ok
 
 
-def member(query, in_set, c: Candidates):
-    """bool[N]: whether each query pair int32[N, 4] is listed by a candidate in `in_set`.
+def member(in_set, c: Candidates):
+    """bool[N]: whether each candidate's generated pair is listed by a candidate in `in_set`.
 
-    `query[k]` must move checkers from the same fields as candidate k (it is candidate k's
-    pair, as generated or as listed), so only its partners can list the same pair.
+    Only a candidate's partners can list the same pair (see `_candidate_layout`).
     """
-    partners = jnp.asarray(CAND_PARTNERS)
-    same = jnp.all(c.listed[partners] == query[:, None, :], axis=-1)
-    return jnp.any(in_set[partners] & same, axis=-1)
+    return jnp.any(partner_values(in_set) & c.same_as_pair, axis=-1)
 
 
 def first_listed(in_set, c: Candidates):
     """bool[N]: candidates in `in_set` whose listed pair no earlier candidate lists (dedup)."""
-    partners = jnp.asarray(CAND_PARTNERS)
-    earlier = partners < jnp.arange(NUM_CANDIDATES)[:, None]
-    same = jnp.all(c.listed[partners] == c.listed[:, None, :], axis=-1)
-    return in_set & ~jnp.any(in_set[partners] & earlier & same, axis=-1)
+    return in_set & ~jnp.any(partner_values(in_set) & c.same_earlier, axis=-1)
 
 
 def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
@@ -272,9 +294,9 @@ def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
     if not with_excess:
         ok &= ~c.exceeding
     if filling is not None:
-        ok &= ~jnp.any(filling) | member(c.pair, filling, c)
+        ok &= ~jnp.any(filling) | member(filling, c)
     if exact is not None:
-        exit_ok = c.exit_outside_ok & (member(c.pair, exact, c)
+        exit_ok = c.exit_outside_ok & (member(exact, c)
                                        | (~jnp.any(exact) & c.exit_farthest_ok))
         ok &= ~c.has_exit | exit_ok
     # A first move alone is listed when no second move goes with it (exceeding numbers
@@ -326,8 +348,8 @@ def encode(board, dice, pair):
     die1 = jnp.where(b > 0, b - a, jnp.where(d > 0, jnp.where(d - c == v0, v1, v0), two_exits))
     die1 += (b == 12) & (d == 12) & (hi + jnp.minimum(a, c) != 12)
     cum = B.cumulative_checkers(board)
-    checker1 = cum[a]
-    checker2 = cum[c] - ((a > 0) & (c >= a)) + ((a > 0) & (b > 0) & (c >= b))
+    checker1 = B.lookup(cum, a)
+    checker2 = B.lookup(cum, c) - ((a > 0) & (c >= a)) + ((a > 0) & (b > 0) & (c >= b))
     return jnp.where(die1 == v0, 2, 258) + 16 * checker1 + checker2
 
 

@@ -53,13 +53,11 @@ def _hits(board, dice):
     v0, v1 = dice[0], dice[1]
     steps = jnp.stack([v0, v1, v0 + v1])  # int32[3]
     to = B.FIELDS[:, None] + steps[None, :]  # [24, 3]
-    target = B.gather_fields(jnp.broadcast_to(board, (24, 24)), to)
-    open_mid = jnp.stack([B.gather_fields(board, B.FIELDS + v0) > -2,
-                          B.gather_fields(board, B.FIELDS + v1) > -2], -1)  # [24, 2]
+    target = B.ahead(jnp.broadcast_to(board, (3, 24)), steps, max_steps=12).T  # [24, 3]
     hit = (board[:, None] > 0) & (to <= 24) & (target == -1)
     hit &= jnp.array([True, False, True]) | (v0 != v1)  # a double's two dice: one move
     hit &= jnp.array([True, True, False]) | ((to != 12) & (to != 13))
-    true_hit = jnp.array([True, True, False]) | jnp.any(open_mid, -1)[:, None]
+    true_hit = jnp.array([True, True, False]) | jnp.any(target[:, :2] > -2, -1)[:, None]
     small = (to < 7) | (to > 18)
     jan = jnp.where(true_hit, jnp.where(small, TRUE_HIT_SMALL, TRUE_HIT_BIG),
                     jnp.where(small, FALSE_HIT_SMALL, FALSE_HIT_BIG))
