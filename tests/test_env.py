@@ -186,3 +186,39 @@ def test_string_id_round_trip_restores_decisions(random_games):
             back = restore(loaded)
             assert bool(jnp.array_equal(back.legal_action_mask, state.legal_action_mask))
             assert bool(jnp.allclose(back.observation, state.observation))
+
+
+def test_pmap_and_sharding_match_vmap():
+    """The step runs under pmap and under jit with a sharded batch (4 CPU devices)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        import trictrac_jax as tt
+        assert jax.device_count() == 4, jax.devices()
+        env = tt.Trictrac()
+        keys = jax.random.split(jax.random.PRNGKey(0), 8)
+        state = jax.vmap(env.init)(keys)
+        action = jnp.argmax(state.legal_action_mask, -1)
+        ref = jax.jit(jax.vmap(env.step))(state, action, keys)
+        split = lambda x: x.reshape((4, 2) + x.shape[1:])
+        out = jax.pmap(jax.vmap(env.step))(*jax.tree.map(split, (state, action, keys)))
+        out = jax.tree.map(lambda x: x.reshape((8,) + x.shape[2:]), out)
+        assert all(jax.tree.leaves(jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), ref, out)))
+        sharding = NamedSharding(Mesh(np.array(jax.devices()), ("batch",)), P("batch"))
+        args = jax.device_put((state, action, keys), sharding)
+        out = jax.jit(jax.vmap(env.step))(*args)
+        assert len(out._board.sharding.device_set) == 4
+        assert all(jax.tree.leaves(jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), ref, out)))
+        print("ok")
+    """)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=root,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]

@@ -40,6 +40,7 @@ __all__ = [
     "to_string_id",
     "from_string_id",
     "record_from_string_id",
+    "record_string_id",
 ]
 
 ID_POSITION_BITS = 77
@@ -294,6 +295,12 @@ def _string_id(board, active_colour: int, turn_stage: int, dice, white, black) -
         n_groups = ID_TOTAL_BYTES
     groups = bytes([_SIX_BITS[bits[i : i + 6]] for i in range(0, 6 * n_groups, 6)])
     return base64.b64encode(groups).decode("ascii")
+
+
+def record_string_id(rec: Mapping[str, Any]) -> str:
+    """`GameState::to_string_id()` of a golden S object (pure python, no jax)."""
+    players = [rec[k][:4] for k in ("p1", "p2")]
+    return _string_id(rec["board"], rec["active"] - 1, rec["turn_stage"], rec["dice"], *players)
 
 
 def to_string_id(state: State) -> str:

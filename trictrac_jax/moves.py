@@ -180,7 +180,11 @@ def _to_slots(flat):
 
 
 def candidates(board, dice) -> Candidates:
-    """All candidates for view board int32[24] and dice int32[2] (one position)."""
+    """All candidates for view board int32[24] and dice int32[2] (one position).
+
+    Computed in int8: every value is a field number, a checker count or a die.
+    """
+    board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)
     d_max, d_min = jnp.max(dice), jnp.min(dice)
     die_a = jnp.stack([d_max, d_min])  # int32[2]: die of the first move, per pass
     die_b = jnp.stack([d_min, d_max])
@@ -341,13 +345,13 @@ def encode(board, dice, pair):
     its die. Checkers are numbered by cumulative count; the second on the board after the
     first move.
     """
-    a, b, c, d = (pair[..., k] for k in range(4))
-    v0, v1 = dice[0], dice[1]
+    a, b, c, d = (pair[..., k].astype(jnp.int32) for k in range(4))
+    v0, v1 = dice[0].astype(jnp.int32), dice[1].astype(jnp.int32)
     hi, lo = jnp.maximum(v0, v1), jnp.minimum(v0, v1)
     two_exits = jnp.where((a < c) | (c == 0), hi, lo)
     die1 = jnp.where(b > 0, b - a, jnp.where(d > 0, jnp.where(d - c == v0, v1, v0), two_exits))
     die1 += (b == 12) & (d == 12) & (hi + jnp.minimum(a, c) != 12)
-    cum = B.cumulative_checkers(board)
+    cum = B.cumulative_checkers(board).astype(jnp.int32)
     checker1 = B.lookup(cum, a)
     checker2 = B.lookup(cum, c) - ((a > 0) & (c >= a)) + ((a > 0) & (b > 0) & (c >= b))
     return jnp.where(die1 == v0, 2, 258) + 16 * checker1 + checker2

@@ -126,7 +126,7 @@ def _same_jans(want: dict, got: dict) -> bool:
 
 def _check_ids(tally: Tally, records, where: str):
     for rec in records:
-        ours = io.to_string_id(io.state_from_record(rec))
+        ours = io.record_string_id(rec)
         back = io.record_from_string_id(rec["id"])
         same_back = all(back[k] == rec[k] for k in ("board", "active", "turn_stage", "dice"))
         tally.check("string_id", ours == rec["id"] and same_back, where, rec["id"], ours)
