@@ -209,7 +209,9 @@ def candidates(board, dice) -> Candidates:
     swap = (t0 == 0) & (t1 == 0) & (f1 != 0) & (f1 < f0)
     listed = jnp.where(swap[:, None], jnp.concatenate([pair[:, 2:], pair[:, :2]], 1), pair)
 
-    partner_listed = partner_values(listed)  # [N, 4 partners, 4]
+    # Pairs compared as one int32 key each (fields are 0..24, so base 25 is exact).
+    key = lambda x: ((x[:, 0].astype(jnp.int32) * 25 + x[:, 1]) * 25 + x[:, 2]) * 25 + x[:, 3]
+    partner_listed = partner_values(key(listed))  # [N, 4 partners]
     earlier = jnp.asarray(CAND_PARTNERS < np.arange(NUM_CANDIDATES)[:, None])
     far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
     single_first = _to_flat(first(board[None, :] == 1), B.at_field(board, puis_pair[0]) == 1)
@@ -224,8 +226,8 @@ def candidates(board, dice) -> Candidates:
         is_full=_to_flat(second(jnp.ones((2, 24, 24), bool), False), True),
         rules_ok=_pair_rules(board, dice, pair),
         fills=_fills(board, after1, ok1, to1, die_b, puis_pair),
-        same_as_pair=jnp.all(partner_listed == pair[:, None, :], axis=-1),
-        same_earlier=jnp.all(partner_listed == listed[:, None, :], axis=-1) & earlier)
+        same_as_pair=partner_listed == key(pair)[:, None],
+        same_earlier=(partner_listed == key(listed)[:, None]) & earlier)
 
 def _fills(board, after1, ok1, to1, die_b, puis_pair):
     """bool[N]: a quarter is filled after the candidate's pair.
