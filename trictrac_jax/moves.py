@@ -5,11 +5,14 @@ The reference builds its list of legal move pairs by nested loops: for each die 
 each own field for the second move (or no second move), then checks each pair against the
 rules. We evaluate all of those loop iterations at once as a fixed array of *candidates*:
 
-    candidate (pass p, first field i + 1, second slot s)   p in {0, 1}, i in 0..23, s in 0..24
+    candidate (pass p, first slot i, second slot s)   p in {0, 1}, i in 0..14, s in 0..24
 
-where slot s < 24 is field s + 1 and s = 24 is "no second move", plus one extra candidate per
-pass for taking the rest corner "par puissance". The flat candidate index follows the
-reference's loop order, so "first in the list" is a minimum over indices.
+where first slot i is the (i + 1)-th field holding own checkers (counted from field 1; at
+most 15 such fields), second slot s < 24 is field s + 1 and s = 24 is "no second move", plus
+one extra candidate per pass for taking the rest corner "par puissance". The flat candidate
+index follows the reference's loop order, so "first in the list" is a minimum over indices.
+Per-candidate arrays are int8 (fields, counts and dice are small): narrow arrays are what
+makes this fast on CPU, where the cost is proportional to the elements touched.
 
 Rules of the form "if any sequence does X, only those are allowed" become reductions over
 candidates. The reference builds three lists, each one using the previous ones:
@@ -32,52 +35,48 @@ import numpy as np
 
 from trictrac_jax import board as B
 
-NUM_PASSES, NUM_FIRST, NUM_SLOTS = 2, 24, 25
+NUM_PASSES, NUM_FIRST, NUM_SLOTS = 2, 15, 25
 EMPTY_SLOT = 24
 BEAR_OFF_FROM = 18  # index of field 19: a checker bears off only from fields 19-24
 PASS_SIZE = NUM_FIRST * NUM_SLOTS + 1  # + the puissance candidate of the pass
 NUM_CANDIDATES = NUM_PASSES * PASS_SIZE
 
 
-def _candidate_layout():
-    """Static index tables: pass, first field, second slot and equality partners."""
-    p = np.repeat(np.arange(2), PASS_SIZE)
-    k = np.tile(np.arange(PASS_SIZE), 2)
-    puissance = k == PASS_SIZE - 1
-    i = np.where(puissance, 0, k // NUM_SLOTS)
-    s = np.where(puissance, EMPTY_SLOT, k % NUM_SLOTS)
-    index = lambda p_, i_, s_: p_ * PASS_SIZE + i_ * NUM_SLOTS + s_
-    # Two candidates can describe the same move pair only if they move checkers from the
-    # same fields, maybe swapped: candidates (p', i, s) and (p', s, i). Swapped fields give
-    # the same pair only for two bear-offs (the reference lists them lower field first),
-    # which start in the last quarter: i, s >= BEAR_OFF_FROM. The puissance candidates only
-    # equal each other. Equality is still checked on the pairs themselves.
-    partners = []
-    for q in range(2):
-        same = np.where(puissance, q * PASS_SIZE + PASS_SIZE - 1, index(q, i, s))
-        block = ~puissance & (i >= BEAR_OFF_FROM) & (s >= BEAR_OFF_FROM) & (s != EMPTY_SLOT)
-        swapped = np.where(block, index(q, np.minimum(s, 23), i), same)
-        partners += [same, swapped]
-    return p, i, s, puissance, np.stack(partners, axis=1)
+def _pick(onehot, values):
+    """Sum (or any, for bools) of `values` where `onehot`, over the last axis."""
+    if values.dtype == jnp.bool_:
+        return jnp.any(onehot & values, axis=-1)
+    return jnp.sum(jnp.where(onehot, values, 0), axis=-1).astype(values.dtype)
 
 
-CAND_PASS, CAND_FIRST, CAND_SLOT, CAND_PUISSANCE, CAND_PARTNERS = _candidate_layout()
+def partner_values(x, first_field):
+    """[N] -> [N, 4]: x at each candidate's partners.
 
-
-def partner_values(x):
-    """x[CAND_PARTNERS] for x [N, ...] -> [N, 4, ...], by slicing instead of a gather."""
-    tail = x.shape[1:]
-    per_pass = x.reshape((2, PASS_SIZE) + tail)
-    grid = per_pass[:, :-1].reshape((2, NUM_FIRST, NUM_SLOTS) + tail)
+    Two candidates can list the same move pair only if they move checkers from the same
+    fields, maybe swapped: partners 2q and 2q + 1 of candidate (p, i, s) are (q, i, s) and
+    the candidate moving first from field s + 1 and then from field first_field[i]. Swapped
+    fields give the same pair only for two bear-offs (the reference lists them lower field
+    first), which start in the last quarter; elsewhere partner 2q + 1 is (q, i, s) again.
+    The puissance candidates are each other's partners. `first_field` int[15]: the field
+    of each first-move slot.
+    """
+    per_pass = x.reshape(2, PASS_SIZE)
+    grid = per_pass[:, :-1].reshape(2, NUM_FIRST, NUM_SLOTS)
     k = BEAR_OFF_FROM
-    block = jnp.swapaxes(grid[:, k:, k:EMPTY_SLOT], 1, 2)
-    swapped = grid.at[:, k:, k:EMPTY_SLOT].set(block)
+    # rows[a, i]: slot i moves first from field 19 + a
+    rows = first_field[None, :] == jnp.arange(19, 25, dtype=first_field.dtype)[:, None]
+    # block[q, a, b]: candidate (q, slot of field 19 + a, second field 19 + b)
+    block = _pick(rows[None, :, None, :], jnp.swapaxes(grid[:, :, k:EMPTY_SLOT], 1, 2)[:, None])
+    # swapped value of (q, i, second field 19 + b) with first field 19 + a: block[q, b, a]
+    swapped_block = _pick(jnp.swapaxes(rows, 0, 1)[None, :, None, :], block[:, None])
+    in_block = jnp.any(rows, axis=0)[None, :, None]
+    swapped = grid.at[:, :, k:EMPTY_SLOT].set(
+        jnp.where(in_block, swapped_block, grid[:, :, k:EMPTY_SLOT]))
     out = []
     for q in range(2):
         for g in (grid[q], swapped[q]):
-            body = jnp.broadcast_to(g.reshape((NUM_FIRST * NUM_SLOTS,) + tail),
-                                    (2, NUM_FIRST * NUM_SLOTS) + tail)
-            puis = jnp.broadcast_to(per_pass[q, -1], (2, 1) + tail)
+            body = jnp.broadcast_to(g.reshape(NUM_FIRST * NUM_SLOTS), (2, NUM_FIRST * NUM_SLOTS))
+            puis = jnp.broadcast_to(per_pass[q, -1], (2, 1))
             out.append(jnp.concatenate([body, puis], axis=1).reshape(x.shape))
     return jnp.stack(out, axis=1)
 
@@ -96,9 +95,10 @@ class Candidates(NamedTuple):
     exit_outside_ok: jnp.ndarray  # bool: bear-off rule, all checkers in the last quarter
     exit_farthest_ok: jnp.ndarray  # bool: bear-off rule, exceeding numbers on the farthest
     is_full: jnp.ndarray  # bool: two moves (or the puissance pair)
-    # Equalities with the candidate's partners (CAND_PARTNERS), computed once:
+    # Equalities with the candidate's partners (see `partner_values`), computed once:
     same_as_pair: jnp.ndarray  # bool[..., N, 4]: partner's listed pair == this generated pair
     same_earlier: jnp.ndarray  # bool[..., N, 4]: an earlier partner lists the same pair
+    first_field: jnp.ndarray  # int8[..., 15]: field of each first-move slot
 
 
 def _single_moves(board, die, forbid, guard_corner):
@@ -190,20 +190,27 @@ def candidates(board, dice) -> Candidates:
     die_b = jnp.stack([d_min, d_max])
     forbid = B.forbid_exits(board, dice)
 
-    # First moves [2, 24] on the position, second moves [2, 24, 24] after each first move.
-    ok0, to0, exc0 = _single_moves(board[None], die_a, forbid[None], guard_corner=False)
-    after1 = B.apply_move(board[None, None], jnp.broadcast_to(B.FIELDS, (2, 24)),
+    # First moves [2, 15] from each own field (slot k: the k-th own field from field 1),
+    # second moves [2, 15, 24] from each field after each first move.
+    occupied = board > 0
+    slot_of = (jnp.cumsum(occupied) - 1).astype(jnp.int8)
+    in_slot = occupied & (slot_of == jnp.arange(NUM_FIRST, dtype=jnp.int8)[:, None])  # [15, 24]
+    first_field = _pick(in_slot, B.FIELDS)  # [15], 0 for unused slots
+    ok0, to0, exc0 = (_pick(in_slot, x[:, None, :]) for x in
+                      _single_moves(board[None], die_a, forbid[None], guard_corner=False))
+    after1 = B.apply_move(board[None, None], jnp.broadcast_to(first_field, (2, NUM_FIRST)),
                           jnp.where(ok0, to0, 0))
-    ok1, to1, exc1 = _single_moves(after1, jnp.broadcast_to(die_b[:, None], (2, 24)),
-                                   jnp.broadcast_to(forbid, (2, 24)), guard_corner=True)
+    ok1, to1, exc1 = _single_moves(after1, jnp.broadcast_to(die_b[:, None], (2, NUM_FIRST)),
+                                   jnp.broadcast_to(forbid, (2, NUM_FIRST)), guard_corner=True)
 
-    first = lambda x: jnp.broadcast_to(x[:, :, None], (2, 24, 25))
-    pad = jnp.zeros((2, 24, 1), bool)
-    second = lambda x, empty: jnp.concatenate([x, jnp.full((2, 24, 1), empty, x.dtype)], -1)
+    shape = (2, NUM_FIRST, NUM_SLOTS)
+    first = lambda x: jnp.broadcast_to(x[:, :, None], shape)
+    pad = jnp.zeros((2, NUM_FIRST, 1), bool)
+    second = lambda x, empty: jnp.concatenate([x, jnp.full((2, NUM_FIRST, 1), empty, x.dtype)], -1)
     puis_pair, puis_ok = _puissance_pair(board, dice)
     pair = jnp.stack([
-        _to_flat(first(B.FIELDS[None, :]), puis_pair[0]), _to_flat(first(to0), puis_pair[1]),
-        _to_flat(second(jnp.broadcast_to(B.FIELDS, (2, 24, 24)), 0), puis_pair[2]),
+        _to_flat(first(first_field[None, :]), puis_pair[0]), _to_flat(first(to0), puis_pair[1]),
+        _to_flat(second(jnp.broadcast_to(B.FIELDS, (2, NUM_FIRST, 24)), 0), puis_pair[2]),
         _to_flat(second(to1, 0), puis_pair[3])], axis=-1)
     f0, t0, f1, t1 = (pair[:, k] for k in range(4))
     swap = (t0 == 0) & (t1 == 0) & (f1 != 0) & (f1 < f0)
@@ -211,10 +218,12 @@ def candidates(board, dice) -> Candidates:
 
     # Pairs compared as one int32 key each (fields are 0..24, so base 25 is exact).
     key = lambda x: ((x[:, 0].astype(jnp.int32) * 25 + x[:, 1]) * 25 + x[:, 2]) * 25 + x[:, 3]
-    partner_listed = partner_values(key(listed))  # [N, 4 partners]
-    earlier = jnp.asarray(CAND_PARTNERS < np.arange(NUM_CANDIDATES)[:, None])
+    partner_listed = partner_values(key(listed), first_field)  # [N, 4 partners]
+    index = jnp.arange(NUM_CANDIDATES)
+    earlier = partner_values(index, first_field) < index[:, None]
     far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
-    single_first = _to_flat(first(board[None, :] == 1), B.at_field(board, puis_pair[0]) == 1)
+    single_first = _to_flat(first(_pick(in_slot, board == 1)[None, :]),
+                            B.at_field(board, puis_pair[0]) == 1)
     outside_ok, farthest_ok = _exit_rules(board, dice, pair, single_first, far_after_first)
     return Candidates(
         pair=pair, listed=listed,
@@ -223,11 +232,12 @@ def candidates(board, dice) -> Candidates:
         exceeding=_to_flat(first(exc0) | jnp.concatenate([exc1, pad], -1), False),
         has_exit=((t0 == 0) & (f0 != 0)) | ((t1 == 0) & (f1 != 0)),
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
-        is_full=_to_flat(second(jnp.ones((2, 24, 24), bool), False), True),
+        is_full=_to_flat(second(jnp.ones((2, NUM_FIRST, 24), bool), False), True),
         rules_ok=_pair_rules(board, dice, pair),
         fills=_fills(board, after1, ok1, to1, die_b, puis_pair),
         same_as_pair=partner_listed == key(pair)[:, None],
-        same_earlier=(partner_listed == key(listed)[:, None]) & earlier)
+        same_earlier=(partner_listed == key(listed)[:, None]) & earlier,
+        first_field=first_field)
 
 def _fills(board, after1, ok1, to1, die_b, puis_pair):
     """bool[N]: a quarter is filled after the candidate's pair.
@@ -236,11 +246,11 @@ def _fills(board, after1, ok1, to1, die_b, puis_pair):
     second move can only make its origin short (from 2 checkers) or its destination full
     (from 1 checker). This avoids building a board per candidate.
     """
-    short = jnp.sum(B.quarters(after1) < 2, axis=-1)  # [2, 24, 4]
+    short = jnp.sum(B.quarters(after1) < 2, axis=-1)  # [2, 15, 4]
     quarter = lambda f: (f[..., None] - 1) // 6 == jnp.arange(4)  # [..., 4]
-    leaves = (after1 == 2)[..., None] & quarter(jnp.broadcast_to(B.FIELDS, (2, 24, 24)))
+    leaves = (after1 == 2)[..., None] & quarter(jnp.broadcast_to(B.FIELDS, after1.shape))
     arrives = ((B.ahead(after1, die_b[:, None]) == 1) & (to1 > 0))[..., None] & quarter(to1)
-    after2 = short[:, :, None, :] + leaves - arrives  # [2, 24, 24, 4]
+    after2 = short[:, :, None, :] + leaves - arrives  # [2, 15, 24, 4]
     full = jnp.any(after2 == 0, axis=-1) & ok1
     alone = jnp.any(short == 0, axis=-1)[..., None]
     puissance_board = B.apply_move(B.apply_move(board, puis_pair[0], puis_pair[1]),
@@ -279,14 +289,14 @@ def _exit_rules(board, dice, pair, single_first, far_after_first):
 def member(in_set, c: Candidates):
     """bool[N]: whether each candidate's generated pair is listed by a candidate in `in_set`.
 
-    Only a candidate's partners can list the same pair (see `_candidate_layout`).
+    Only a candidate's partners can list the same pair (see `partner_values`).
     """
-    return jnp.any(partner_values(in_set) & c.same_as_pair, axis=-1)
+    return jnp.any(partner_values(in_set, c.first_field) & c.same_as_pair, axis=-1)
 
 
 def first_listed(in_set, c: Candidates):
     """bool[N]: candidates in `in_set` whose listed pair no earlier candidate lists (dedup)."""
-    return in_set & ~jnp.any(partner_values(in_set) & c.same_earlier, axis=-1)
+    return in_set & ~jnp.any(partner_values(in_set, c.first_field) & c.same_earlier, axis=-1)
 
 
 def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
