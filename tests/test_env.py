@@ -9,6 +9,9 @@ from trictrac_jax.agents import random_agent
 from trictrac_jax.state import TS_HOLD_OR_GO, TS_MOVE
 
 ENV = tt.Trictrac(max_steps=None)
+# Jitted once per module: each distinct jit costs seconds of compilation.
+INIT, STEP = jax.jit(ENV.init), jax.jit(ENV.step)
+STEP_DET, CHANCE = jax.jit(ENV.step_deterministic), jax.jit(ENV.chance_step)
 
 
 def play(env, key, batch, steps):
@@ -82,34 +85,33 @@ def test_same_key_same_game():
 
 def test_vmap_equals_per_game_loop():
     final, states, actions = jax.jit(play, static_argnums=(0, 2, 3))(ENV, jax.random.PRNGKey(11), 3, 40)
-    step = jax.jit(ENV.step)
     for g in range(3):
         state = jax.tree.map(lambda x: x[0, g], states)
         for t in range(39):
             # recover the dice key from the replayed snapshot: compare the deterministic part
             # and the roll through step_deterministic + chance_step with the recorded dice
             nxt = jax.tree.map(lambda x: x[t + 1, g], states)
-            after = ENV.step_deterministic(state, actions[t, g])
+            after = STEP_DET(state, actions[t, g])
             if bool(after.is_chance):
-                rolled = ENV.chance_step(after, tt.dice_to_outcome(nxt._dice))
+                rolled = CHANCE(after, tt.dice_to_outcome(nxt._dice))
             else:
                 rolled = after
             same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)),
                                 rolled.replace(rewards=nxt.rewards), nxt)
             assert all(jax.tree.leaves(same)), (g, t)
             state = nxt
-    del step, final
+    del final
 
 
 def test_jit_equals_no_jit():
     key = jax.random.PRNGKey(5)
-    state = jax.jit(ENV.init)(key)
+    state = INIT(key)
     with jax.disable_jit():
         eager = ENV.init(key)
-    for t in range(3):
+    for t in range(1):  # eager execution is slow: one step after init is enough
         k = jax.random.fold_in(key, t)
         action = random_agent(k, state)
-        jitted = jax.jit(ENV.step)(state, action, k)
+        jitted = STEP(state, action, k)
         with jax.disable_jit():
             eager = ENV.step(eager, action, k)
         same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), jitted, eager)
@@ -123,40 +125,40 @@ def test_chance_api():
     dice = np.asarray(tt.CHANCE_DICE)
     assert len({tuple(d) for d in dice}) == 36 and dice.min() == 1 and dice.max() == 6
     assert (np.asarray(tt.dice_to_outcome(tt.CHANCE_DICE)) == np.arange(36)).all()
-    state = jax.jit(ENV.init)(jax.random.PRNGKey(0))
+    state = INIT(jax.random.PRNGKey(0))
     action = jnp.argmax(state.legal_action_mask)
-    after = jax.jit(ENV.step_deterministic)(state, action)
+    after = STEP_DET(state, action)
     assert bool(after.is_chance) and not bool(after.legal_action_mask.any())
     for k in (0, 17, 35):
-        rolled = jax.jit(ENV.chance_step)(after, k)
+        rolled = CHANCE(after, k)
         assert list(np.asarray(rolled._dice)) == list(dice[k])
         assert not bool(rolled.is_chance) and bool(rolled.legal_action_mask.any())
     # a chance step on a decision node changes nothing
-    same = jax.jit(ENV.chance_step)(state, 3)
+    same = CHANCE(state, 3)
     assert bool(jnp.array_equal(same._dice, state._dice))
     # step == step_deterministic then chance_step with the sampled outcome
     key = jax.random.PRNGKey(9)
-    full = jax.jit(ENV.step)(state, action, key)
-    split = ENV.chance_step(after, tt.env.sample_outcome(key))
+    full = STEP(state, action, key)
+    split = CHANCE(after, tt.env.sample_outcome(key))
     assert bool(jnp.array_equal(full._board, split._board))
     assert bool(jnp.array_equal(full.legal_action_mask, split.legal_action_mask))
 
 
 def test_illegal_action_loses_and_terminal_is_absorbing():
-    state = jax.jit(ENV.init)(jax.random.PRNGKey(1))
+    state = INIT(jax.random.PRNGKey(1))
     illegal = int(np.nonzero(~np.asarray(state.legal_action_mask))[0][0])
     mover = int(state.current_player)
-    out = jax.jit(ENV.step)(state, illegal, jax.random.PRNGKey(2))
+    out = STEP(state, illegal, jax.random.PRNGKey(2))
     assert bool(out.terminated)
     assert out.rewards[mover] == -1 and out.rewards[1 - mover] == 1
     assert bool(jnp.array_equal(out._board, state._board))  # nothing moved
     assert bool(out.legal_action_mask.all())
-    again = jax.jit(ENV.step)(out, 5, jax.random.PRNGKey(3))
+    again = STEP(out, 5, jax.random.PRNGKey(3))
     assert bool(again.terminated) and not bool(again.rewards.any())
     assert bool(jnp.array_equal(again._board, out._board))
     # out-of-range action indices are illegal too
     for bad in (-1, 514, 10_000):
-        out = jax.jit(ENV.step)(state, bad, jax.random.PRNGKey(2))
+        out = STEP(state, bad, jax.random.PRNGKey(2))
         assert bool(out.terminated) and out.rewards[mover] == -1
 
 
