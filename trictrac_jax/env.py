@@ -49,14 +49,28 @@ class Trictrac:
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
         self.max_steps = max_steps
+        self._first = None  # cache of `_first_positions`
 
     @property
     def id(self) -> str:
         return "trictrac"
 
     def init(self, key) -> State:
-        """A new game, White to play, after White's first roll (sampled with `key`)."""
-        return self.chance_step(new_game(), sample_outcome(key))
+        """A new game, White to play, after White's first roll (sampled with `key`).
+
+        The 36 possible first positions are computed once and looked up: scoring a roll is
+        most of the cost of a step, and self-play loops re-initialise finished games.
+        """
+        outcome = sample_outcome(key)
+        return jax.tree.map(lambda x: jnp.asarray(x)[outcome], self._first_positions())
+
+    def _first_positions(self) -> State:
+        """State[36]: the game after each of White's possible first rolls (cached)."""
+        if self._first is None:
+            with jax.ensure_compile_time_eval():
+                roll = jax.jit(jax.vmap(lambda k: self.chance_step(new_game(), k)))
+                self._first = jax.device_get(roll(jnp.arange(NUM_CHANCE_OUTCOMES)))
+        return self._first
 
     def step(self, state: State, action, key) -> State:
         """Take `action` at a decision node, then roll the dice with `key` if needed."""
