@@ -1,0 +1,177 @@
+"""The terminal game: notation, choices, roll explanations, and whole scripted games."""
+import io
+import re
+
+import jax
+import numpy as np
+import pytest
+
+import trictrac_jax as tt
+from trictrac_jax import play, render
+from trictrac_jax.agents import first_agent, random_agent
+
+
+class Script(io.StringIO):
+    """Scripted input: the given lines, then `fallback` forever (None: end of input)."""
+
+    def __init__(self, lines, fallback=None):
+        super().__init__("".join(f"{line}\n" for line in lines))
+        self.fallback = fallback
+
+    def readline(self, *args):
+        line = super().readline(*args)
+        return line if line or self.fallback is None else f"{self.fallback}\n"
+
+
+def decision_states(seed: int, count: int):
+    """Decision states of a random game (and the states from which each roll was made)."""
+    k = play.kernels()
+    agent = jax.jit(random_agent)
+    key = jax.random.PRNGKey(seed)
+    state = k.roll(tt.new_game(), 20).state
+    states = []
+    while len(states) < count and not bool(state.terminated):
+        states.append(state)
+        key, outcome, agent_key = k.draw(key)
+        state = k.decide(state, agent(agent_key, state))
+        if not bool(state.terminated):
+            state = k.roll(state, outcome).state
+    return states
+
+
+@pytest.fixture(scope="module")
+def states():
+    return decision_states(seed=4, count=80)
+
+
+def test_move_text_and_parse_moves_are_inverse():
+    assert play.move_text([1, 6, 6, 11]) == "1-6 6-11"
+    assert play.move_text([20, 0, 22, 0]) == "20-off 22-off"
+    assert play.move_text([24, 19, 0, 0]) == "24-19"
+    assert play.move_text([0, 0, 0, 0]) == "pass"
+    for text in ("1-6 6-11", "20-off 22-off", "24-19"):
+        pairs = play.parse_moves(text)
+        assert play.move_text([x for p in pairs for x in p] + [0, 0] * (2 - len(pairs))) == text
+    assert play.parse_moves("1/6, 6/11") == ((1, 6), (6, 11))
+    assert play.parse_moves("20-0") == ((20, 0),)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1-", "cannot read"), ("a-b", "cannot read"), ("1-6-11", "cannot read"),
+    ("0-5", "numbered 1 to 24"), ("3-25", "numbered 1 to 24"),
+    ("1-2 2-3 3-4", "at most two"),
+])
+def test_parse_moves_refuses_bad_notation(text, message):
+    with pytest.raises(play.ChoiceError, match=message):
+        play.parse_moves(text)
+
+
+def test_every_listed_move_is_chosen_back_by_number_and_notation(states):
+    seen_go = False
+    for state in states:
+        moves = play.legal_moves(state)
+        legal = set(np.flatnonzero(np.asarray(state.legal_action_mask)).tolist())
+        assert {a for a, _ in moves} == legal
+        for n, (action, notation) in enumerate(moves, 1):
+            assert play.parse_choice(str(n), moves) == action
+            chosen = play.parse_choice(notation.upper(), moves)
+            # two actions can name the same moves (one per die order): either is that move
+            assert dict(moves)[chosen] == notation
+        seen_go |= play.GO in legal
+    assert seen_go, "no hold-or-go decision in the sample: choose another seed"
+
+
+def test_parse_choice_explains_what_is_wrong(states):
+    state = next(s for s in states if play.GO not in dict(play.legal_moves(s)))
+    moves = play.legal_moves(state)
+    for text, message in [("", "type the number"), ("0", "no move number 0"),
+                          (str(len(moves) + 1), f"choose 1 to {len(moves)}"),
+                          ("go", "only possible right after winning a hole"),
+                          ("hold", "choose one of the listed moves"),
+                          ("13-14 14-15", "not a legal move here")]:
+        with pytest.raises(play.ChoiceError, match=message):
+            play.parse_choice(text, moves)
+
+
+def test_moves_in_either_order_name_the_same_action(states):
+    for state in states:
+        moves = play.legal_moves(state)
+        notations = {t for _, t in moves}
+        for action, notation in moves:
+            parts = notation.split()
+            swapped = " ".join(reversed(parts))
+            if len(parts) == 2 and swapped not in notations:
+                assert play.parse_choice(swapped, moves) == action
+                return
+    pytest.fail("no move whose reverse order is not itself listed")
+
+
+def test_jan_points_add_up_to_the_engines_points(states):
+    k = play.kernels()
+    made = set()
+    for state in states[::2]:
+        afterstate = k.decide(state, int(np.flatnonzero(np.asarray(state.legal_action_mask))[0]))
+        if bool(afterstate.terminated):
+            continue
+        roller = int(afterstate.current_player)
+        for outcome in range(0, 36, 5):
+            roll = k.roll(afterstate, outcome)
+            dice = tuple(int(d) for d in tt.CHANCE_DICE[outcome])
+            scores = play.jan_scores(roller, dice, roll.jans, roll.listed)
+            points = np.asarray(roll.jans.points)
+            assert sum(s.points for s in scores if s.scorer == roller) == points[0]
+            assert sum(s.points for s in scores if s.scorer != roller) == points[1]
+            for s in scores:
+                assert s.ways == len(s.moves) == int(roll.jans.ways[tt.scoring.JANS.index(s.name)])
+                made.add(s.name)
+            report = "\n".join(play.roll_report(afterstate, roll))
+            assert f"rolls {dice[0]}-{dice[1]}" in report
+            if points[0]:
+                assert f"{render.COLOUR_NAMES[roller]} marks {points[0]} points" in report
+    assert len(made) >= 3, made
+
+
+def test_a_scripted_game_survives_bad_input_and_reaches_the_end():
+    out = io.StringIO()
+    script = Script(["", "foo", "99", "30-31", "help", "board", "go", "hold"], fallback="1")
+    final = play.play_game(jax.jit(first_agent), 0, 5, script, out)
+    text = out.getvalue()
+    assert bool(final.terminated)
+    for message in ["type the number", "cannot read 'foo'", "no move number 99",
+                    "numbered 1 to 24", "How to answer", "only possible right after",
+                    "choose one of the listed moves"]:
+        assert message in text
+    assert text.rstrip().endswith(render.status_line(render.position(final)) + ".")
+    assert "White plays" in text and "Black plays" in text and "rolls" in text
+    holes = np.asarray(final._holes)
+    assert holes.max() >= 12
+    # every roll is explained, and every hole won is announced
+    assert len(re.findall(r"^(White|Black) rolls \d-\d\.$", text, re.M)) >= 10
+    assert len(re.findall(r"wins \d+ holes?", text)) >= 1
+
+
+def test_playing_black_the_bot_opens():
+    out = io.StringIO()
+    last = play.play_game(jax.jit(first_agent), 1, 2, Script(["1", "quit"]), out)
+    assert not bool(last.terminated) and int(last.current_player) == 1
+    text = out.getvalue()
+    assert text.index("White plays") < text.index("Your choice")
+    assert text.rstrip().endswith("Goodbye.")
+
+
+def test_end_of_input_quits_cleanly():
+    out = io.StringIO()
+    last = play.play_game(jax.jit(first_agent), 0, 1, Script([]), out)
+    assert not bool(last.terminated) and int(last._step_count) == 0
+    assert out.getvalue().rstrip().endswith("Goodbye.")
+
+
+def test_command_line(capsys):
+    out = io.StringIO()
+    assert play.main(["--opponent", "first", "--seed", "7", "--colour", "white"],
+                     stdin=Script(["q"]), stdout=out) == 0
+    assert "seed 7" in out.getvalue() and "Goodbye." in out.getvalue()
+    assert play.main(["--opponent", "nobody"], stdin=Script([]), stdout=out) == 2
+    assert "cannot load opponent 'nobody'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        play.main(["--colour", "green"], stdin=Script([]), stdout=out)

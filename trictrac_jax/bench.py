@@ -1,0 +1,478 @@
+"""Throughput benchmark: random self-play, pgx backgammon as the peer, and the cost of a step.
+
+    python -m trictrac_jax.bench           # full run, writes docs/benchmarks.md
+    python -m trictrac_jax.bench --quick   # batches 1, 64, 256 and shorter runs
+
+One step is one `env.step` call per game: a decision (uniform over the legal mask) and the
+dice roll that follows. The loop runs inside `jax.lax.scan` under `jit`, and finished games
+(terminated or truncated) are re-initialised from a key. Each (environment, batch) pair is
+compiled and timed in a fresh process, so that its peak memory is its own. pgx is optional
+(`pip install pgx==2.6.0`); without it the peer is skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime
+import multiprocessing
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import trictrac_jax as tt
+from trictrac_jax import board as B
+from trictrac_jax import moves as M
+from trictrac_jax import scoring as S
+from trictrac_jax.agents import random_agent
+from trictrac_jax.state import TS_HOLD_OR_GO
+
+TRICTRAC, BACKGAMMON = "trictrac", "pgx backgammon"
+FULL_BATCHES = (1, 64, 256, 1024, 4096, 16384)
+QUICK_BATCHES = (1, 64, 256)
+# The GPU of the roofline estimate: H100 SXM, HBM3 bandwidth and dense FP32 (non-tensor) peak.
+GPU_NAME, GPU_BYTES_PER_S, GPU_FLOPS = "H100 SXM", 3.35e12, 67e12
+LENGTH_CAP = 5000  # steps after which a game still running counts as this long
+STEP_ROW = "full step (`env.step`)"
+SPLIT_SECONDS_FACTOR = 5  # the split's timed calls last this many times a self-play row's
+THROUGHPUT_COLUMNS = ("env", "batch", "compile s", "steps/s", "games/s", "steps/game",
+                      "peak MiB", "state bytes")
+
+
+def log(message):
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+# --- the environments and the self-play loop ---
+
+def make_env(name):
+    """The environment called `name`, or None when it is pgx's and pgx is not installed."""
+    if name == TRICTRAC:
+        return tt.Trictrac()
+    try:
+        import pgx
+    except ImportError:
+        return None
+    return pgx.make("backgammon")
+
+
+def _where_batch(pred, a, b):
+    """Per game of a batch: the leaves of `a` where `pred` [batch], else those of `b`."""
+    return jax.tree.map(lambda x, y: jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - 1)),
+                                               x, y), a, b)
+
+
+def _random_step(env, states, key):
+    """One batched random step: the uniform legal action, then `env.step` with its dice key."""
+    batch = states.current_player.shape[0]
+    k_act, k_step = jax.random.split(key)
+    actions = jax.vmap(random_agent)(jax.random.split(k_act, batch), states)
+    return jax.vmap(env.step)(states, actions, jax.random.split(k_step, batch))
+
+
+def selfplay(env, steps):
+    """(states, key) -> states after `steps` random steps, finished games re-initialised."""
+    def body(states, key):
+        k_step, k_init = jax.random.split(key)
+        states = _random_step(env, states, k_step)
+        fresh = jax.vmap(env.init)(jax.random.split(k_init, states.current_player.shape[0]))
+        return _where_batch(states.terminated | states.truncated, fresh, states), None
+
+    def run(states, key):
+        return jax.lax.scan(body, states, jax.random.split(key, steps))[0]
+    return run
+
+
+def game_lengths(env, games, key):
+    """Steps of `games` random games played from the start to their end (capped)."""
+    def cond(carry):
+        _, lengths, t, _ = carry
+        return jnp.any(lengths == 0) & (t < LENGTH_CAP)
+
+    def body(carry):
+        states, lengths, t, key = carry
+        key, k_step = jax.random.split(key)
+        states = _random_step(env, states, k_step)
+        ended = (lengths == 0) & (states.terminated | states.truncated)
+        return states, jnp.where(ended, t + 1, lengths), t + 1, key
+
+    k_init, key = jax.random.split(key)
+    states = jax.vmap(env.init)(jax.random.split(k_init, games))
+    lengths = jax.lax.while_loop(cond, body, (states, jnp.zeros(games, jnp.int32), 0, key))[1]
+    return jnp.where(lengths == 0, LENGTH_CAP, lengths)
+
+
+def state_bytes(env):
+    """Bytes of one game's state: the sum of its leaves' sizes."""
+    shapes = jax.eval_shape(env.init, jax.random.PRNGKey(0))
+    return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(shapes))
+
+
+def finished_games(env, batch):
+    """Placeholder games marked terminated: the self-play loop's first step re-initialises
+    them, which spares compiling `env.init` on its own."""
+    shapes = jax.eval_shape(jax.vmap(env.init), jax.random.split(jax.random.PRNGKey(0), batch))
+    zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+    return zeros.replace(terminated=jnp.ones(batch, bool))
+
+
+def peak_memory_mib():
+    """Peak memory of this process: the device's peak bytes in use where it reports them
+    (GPU), else the peak resident set size (CPU, Linux).
+
+    The resident peak is VmHWM, not getrusage's maxrss: Linux keeps maxrss across exec, so a
+    spawned process would start from its parent's size.
+    """
+    stats = jax.local_devices()[0].memory_stats() or {}
+    if "peak_bytes_in_use" in stats:
+        return stats["peak_bytes_in_use"] / 2**20
+    status = Path("/proc/self/status").read_text().splitlines()
+    return int(next(x for x in status if x.startswith("VmHWM:")).split()[1]) / 1024  # kB
+
+
+# --- timing ---
+
+def measure_selfplay(name, batch, steps, min_seconds):
+    """Compile and time the self-play loop in this process; a dict of the figures."""
+    env = make_env(name)
+    states, key = finished_games(env, batch), jax.random.PRNGKey(0)
+    start = time.perf_counter()
+    run = jax.jit(selfplay(env, steps)).lower(states, key).compile()
+    compile_s = time.perf_counter() - start
+    states = jax.block_until_ready(run(states, key))  # warm-up call (new games), not timed
+    times = []
+    while not times or sum(times) < min_seconds:
+        key, k_run = jax.random.split(key)
+        start = time.perf_counter()
+        states = jax.block_until_ready(run(states, k_run))
+        times.append(time.perf_counter() - start)
+    return {"compile_s": compile_s, "steps_per_s": steps * batch / min(times),
+            "peak_mib": peak_memory_mib(), "state_bytes": state_bytes(env)}
+
+
+def in_fresh_process(fn, *args):
+    """`fn(*args)` in a new Python process (its own peak memory); None if that process died."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        try:
+            return pool.submit(fn, *args).result()
+        except concurrent.futures.process.BrokenProcessPool:
+            return None
+
+
+def fastest_calls(calls, min_seconds):
+    """Seconds of the fastest call of each (compiled function, args), at least 3 calls each.
+
+    The functions are called in turn, round after round, so that a burst of load from other
+    processes slows all of them rather than one.
+    """
+    for fn, args in calls:
+        jax.block_until_ready(fn(*args))  # warm-up
+    best, total, rounds = [float("inf")] * len(calls), 0.0, 0
+    while rounds < 3 or total < min_seconds:
+        for i, (fn, args) in enumerate(calls):
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            seconds = time.perf_counter() - start
+            best[i], total = min(best[i], seconds), total + seconds
+        rounds += 1
+    return best
+
+
+# --- the sections of the report ---
+
+def throughput(names, batches, steps, min_seconds, max_seconds, lengths):
+    """Rows of the throughput table, and notes on what was skipped."""
+    rows, notes = [], []
+    for name in names:
+        previous = None
+        for batch in batches:
+            if previous is not None:
+                call = batch * steps / previous["steps_per_s"]
+                estimate = previous["compile_s"] + call + max(call, min_seconds)
+                if estimate > max_seconds:
+                    notes.append(f"{name}, batch {batch} and above: skipped (about "
+                                 f"{estimate:.0f} s estimated > --max-seconds {max_seconds:g}).")
+                    break
+            log(f"self-play: {name}, batch {batch}")
+            result = in_fresh_process(measure_selfplay, name, batch, steps, min_seconds)
+            if result is None:
+                notes.append(f"{name}, batch {batch}: the process died (out of memory?).")
+                break
+            rows.append({"env": name, "batch": batch, **result,
+                         "games_per_s": result["steps_per_s"] / lengths[name],
+                         "steps_per_game": lengths[name]})
+            previous = result
+    return rows, notes
+
+
+class Inputs(NamedTuple):
+    """What the timed components read, batched: the same mid-game decision states for all."""
+
+    states: tt.State
+    actions: jax.Array  # random legal actions at `states`
+    afterstates: tt.State  # `env.step_deterministic(states, actions)`
+    outcomes: jax.Array  # chance outcomes 0..35
+    keys: jax.Array
+
+
+def mid_game_inputs(env, batch, steps, key):
+    """`Inputs` after `steps` random steps from new games (finished games restarted)."""
+    init, step = jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
+    k_init, k_play, k_last = jax.random.split(key, 3)
+    states = init(jax.random.split(k_init, batch))
+    for k in jax.random.split(k_play, steps):
+        k_act, k_step, k_new = jax.random.split(k, 3)
+        actions = jax.vmap(random_agent)(jax.random.split(k_act, batch), states)
+        states = step(states, actions, jax.random.split(k_step, batch))
+        states = _where_batch(states.terminated | states.truncated,
+                              init(jax.random.split(k_new, batch)), states)
+    k_act, k_out, k_keys = jax.random.split(k_last, 3)
+    actions = jax.vmap(random_agent)(jax.random.split(k_act, batch), states)
+    return Inputs(states, actions, jax.jit(jax.vmap(env.step_deterministic))(states, actions),
+                  jax.random.randint(k_out, (batch,), 0, tt.NUM_CHANCE_OUTCOMES),
+                  jax.random.split(k_keys, batch))
+
+
+def components(env):
+    """Name -> function of one game's `Inputs`: the parts of a step, then a step and a reset."""
+    def view(s):
+        return B.view_board(s._board, s.current_player)
+
+    def jans(x):
+        v, dice = view(x.states), x.states._dice
+        roll_count = x.states._dice_roll_count[x.states.current_player]
+        return S.roll_jans(v, dice, roll_count, M.move_lists(v, dice))
+
+    return {
+        "move lists (`moves.move_lists(...).legal`)":
+            lambda x: M.move_lists(view(x.states), x.states._dice).legal,
+        "legal mask (`moves.legal_action_mask`)": lambda x: M.legal_action_mask(
+            view(x.states), x.states._dice, x.states._turn_stage == TS_HOLD_OR_GO),
+        "jan scoring (`scoring.roll_jans` + `move_lists`)": jans,
+        "move application (`env.step_deterministic`)":
+            lambda x: env.step_deterministic(x.states, x.actions),
+        "observation (`observe`)": lambda x: tt.observe(x.states),
+        "chance (`env.chance_step`)": lambda x: env.chance_step(x.afterstates, x.outcomes),
+        STEP_ROW: lambda x: env.step(x.states, x.actions, x.keys),
+        "reset (`env.init`)": lambda x: env.init(x.keys),
+        "agent (`random_agent`)": lambda x: random_agent(x.keys, x.states),
+    }
+
+
+def cost_row(name, compiled, batch, seconds):
+    """XLA's cost analysis of one batched step, with the measured and the estimated rates."""
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost  # a list of one dict in older jax
+    flops, bytes_accessed = cost.get("flops", 0.0), cost.get("bytes accessed", 0.0)
+    gpu_seconds = max(bytes_accessed / GPU_BYTES_PER_S, flops / GPU_FLOPS)
+    return {"env": name, "flops": flops, "bytes": bytes_accessed, "cpu": batch / seconds,
+            "gpu": batch / gpu_seconds}
+
+
+# --- markdown ---
+
+def table(header, rows):
+    """A markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def throughput_section(rows, notes):
+    notes = "\n".join(f"* {n}" for n in notes)
+    body = table(THROUGHPUT_COLUMNS, [
+        (r["env"], r["batch"], f"{r['compile_s']:.1f}", f"{r['steps_per_s']:,.0f}",
+         f"{r['games_per_s']:,.1f}", f"{r['steps_per_game']:.1f}", f"{r['peak_mib']:,.0f}",
+         r["state_bytes"]) for r in rows])
+    return "\n\n".join(s for s in ("## Random self-play", body, notes) if s)
+
+
+def ratio_section(rows):
+    rate = {(r["env"], r["batch"]): r["steps_per_s"] for r in rows}
+    both = [b for (name, b) in rate if name == TRICTRAC and (BACKGAMMON, b) in rate]
+    if not both:
+        return ""
+    ratios = [(b, f"{rate[TRICTRAC, b]:,.0f}", f"{rate[BACKGAMMON, b]:,.0f}",
+               f"{rate[TRICTRAC, b] / rate[BACKGAMMON, b]:.3f}") for b in both]
+    headline = (f"Headline: at batch {both[-1]}, trictrac runs **{ratios[-1][3]}x** the steps/s "
+                "of pgx backgammon.")
+    return "\n\n".join(["## Trictrac / pgx backgammon",
+                        table(("batch", "trictrac steps/s", "pgx backgammon steps/s", "ratio"),
+                              ratios), headline])
+
+
+def split_section(rows, batch, mid_steps):
+    step_seconds = dict(rows)[STEP_ROW]
+    body = table(("component", "ms per call", "µs per game", "states/s", "% of env.step"), [
+        (name, f"{s * 1e3:,.1f}", f"{s * 1e6 / batch:,.1f}", f"{batch / s:,.0f}",
+         f"{100 * s / step_seconds:.0f}") for name, s in rows])
+    return "\n\n".join([
+        "## Where a step's time goes (trictrac)",
+        f"Each component jitted and vmapped on the same batch of {batch} decision states, "
+        f"reached by {mid_steps} random steps from new games; the fastest of at least 3 "
+        "calls each, the components called in turn. "
+        "The first three rows overlap (the mask and the jans both need the move lists); the "
+        "self-play loop costs about agent + step + reset.", body])
+
+
+def cost_section(rows, batch):
+    body = table(("env.step of", "GFLOP", "GB accessed", "CPU steps/s (measured)",
+                  f"{GPU_NAME} steps/s (**estimate**)"), [
+        (r["env"], f"{r['flops'] / 1e9:.2f}", f"{r['bytes'] / 1e9:.2f}", f"{r['cpu']:,.0f}",
+         f"{r['gpu']:,.0f}") for r in rows])
+    peer = " (pgx on its initial states)" if len(rows) > 1 else ""
+    return "\n\n".join([
+        f"## XLA cost analysis of one batched step (batch {batch})", body,
+        f"The estimate is a roofline bound, not a measurement: batch / max(bytes accessed / "
+        f"{GPU_BYTES_PER_S / 1e12:g} TB/s, flops / {GPU_FLOPS / 1e12:g} TFLOP/s), from the "
+        "CPU-compiled program (a GPU build fuses differently, and kernel launches and "
+        "partial bandwidth use make real runs slower). The measured CPU rate is that of this "
+        f"call alone{peer}."])
+
+
+def code_version():
+    """`git describe` of this checkout ("-dirty": tracked files changed), or "unknown"."""
+    try:
+        done = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, cwd=Path(__file__).resolve().parent)
+    except OSError:
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+def machine_section(command, loads):
+    """The title, the command, the machine and what the figures mean."""
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text()
+                .splitlines() if line.startswith("model name")), platform.processor())
+    mem_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text()
+                  .splitlines() if line.startswith("MemTotal"))
+    try:
+        import pgx
+        pgx_version = pgx.__version__
+    except ImportError:
+        pgx_version = "not installed"
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n".join([
+        "# Benchmarks", "",
+        f"Measured on {now} with `{command}` (code at git {code_version()}).", "",
+        f"* Machine: {cpu}, {os.cpu_count()} cores, {mem_kb / 2**20:.0f} GiB memory",
+        f"* Python {platform.python_version()}, jax {jax.__version__}, devices "
+        f"{', '.join(str(d) for d in jax.devices())}, pgx {pgx_version}",
+        f"* Load average (1 min) at the start and the end of the run: {loads[0]:.1f} and "
+        f"{loads[1]:.1f} (a load above the {os.cpu_count()} cores means that other processes "
+        "competed for them: the rates are then lower than on an idle machine)",
+        "* One step = one `env.step` call per game: a decision uniform over the legal mask "
+        "(`agents.random_agent`) and the dice that follow. A pgx backgammon step moves one "
+        "checker by one die, so a backgammon turn takes about two steps (four on doubles), "
+        "whereas a trictrac step plays both dice.",
+        "* steps/s and games/s are after compilation, from the fastest of the timed calls "
+        "(repeated for at least a few seconds; the least disturbed by other processes); games/s = steps/s / steps/game, the "
+        "mean length of complete random games measured in the same run; peak MiB is the "
+        "process's peak resident memory on CPU (device peak bytes in use on GPU), measured "
+        "in a fresh process per row; state bytes is the size of one game's state."])
+
+
+# --- entry point ---
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m trictrac_jax.bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--batch-sizes", type=lambda s: [int(b) for b in s.split(",")],
+                   help=f"comma-separated (default {','.join(map(str, FULL_BATCHES))})")
+    p.add_argument("--steps", type=int, help="scanned steps per timed call (default 16)")
+    p.add_argument("--quick", action="store_true",
+                   help="batches 1,64,256, 8 steps, 16 games for lengths, split batch 256")
+    p.add_argument("--no-pgx", action="store_true", help="skip the pgx backgammon peer")
+    p.add_argument("--throughput-only", action="store_true",
+                   help="skip the cost split and XLA's cost analysis")
+    p.add_argument("--split-batch", type=int, help="batch of the cost split (default 1024)")
+    p.add_argument("--max-seconds", type=float, default=90.0,
+                   help="skip a batch size whose run is estimated to take longer (default 90)")
+    p.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"))
+    args = p.parse_args(argv)
+    quick = args.quick
+    args.batch_sizes = args.batch_sizes or list(QUICK_BATCHES if quick else FULL_BATCHES)
+    args.steps = args.steps or (8 if quick else 16)
+    args.split_batch = args.split_batch or (256 if quick else 1024)
+    args.length_games = 16 if quick else 64
+    args.min_seconds = 0.5 if quick else 2.0
+    return args
+
+
+def available_envs(no_pgx):
+    """The environments to run, and a note when the peer is missing."""
+    if no_pgx:
+        return [TRICTRAC], []
+    if make_env(BACKGAMMON) is None:
+        return [TRICTRAC], ["pgx backgammon: skipped, pgx is not installed "
+                            "(`pip install pgx==2.6.0`)."]
+    return [TRICTRAC, BACKGAMMON], []
+
+
+def mean_game_lengths(names, games):
+    """Name -> mean steps of `games` complete random games."""
+    lengths = {}
+    for name in names:
+        log(f"game lengths: {name}, {games} games")
+        played = jax.jit(game_lengths, static_argnums=(0, 1))(make_env(name), games,
+                                                              jax.random.PRNGKey(1))
+        lengths[name] = float(np.mean(played))
+    return lengths
+
+
+def split_and_cost_sections(names, batch, mid_steps, min_seconds):
+    """The cost split of a trictrac step, then XLA's cost analysis of both envs' steps."""
+    env = tt.Trictrac()
+    log(f"split: gathering {batch} states after {mid_steps} random steps")
+    inputs = mid_game_inputs(env, batch, mid_steps, jax.random.PRNGKey(2))
+    calls = {}
+    for name, fn in components(env).items():
+        log(f"split: compiling {name}")
+        calls[name] = (jax.jit(jax.vmap(fn)).lower(inputs).compile(), (inputs,))
+    if BACKGAMMON in names:
+        peer = make_env(BACKGAMMON)
+        states = jax.jit(jax.vmap(peer.init))(inputs.keys)
+        args = (states, jax.vmap(random_agent)(inputs.keys, states), inputs.keys)
+        calls[BACKGAMMON] = (jax.jit(jax.vmap(peer.step)).lower(*args).compile(), args)
+    log("split: timing")
+    seconds = dict(zip(calls, fastest_calls(list(calls.values()), min_seconds)))
+    costs = [cost_row(TRICTRAC, calls[STEP_ROW][0], batch, seconds[STEP_ROW])]
+    if BACKGAMMON in calls:
+        costs.append(cost_row(BACKGAMMON, calls[BACKGAMMON][0], batch, seconds[BACKGAMMON]))
+    split = [(name, seconds[name]) for name in components(env)]
+    return [split_section(split, batch, mid_steps), cost_section(costs, batch)]
+
+
+def main(argv=None):
+    """Run the benchmark, print the report and write it to `--output`; returns its text."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
+    load_at_start = os.getloadavg()[0]
+    names, notes = available_envs(args.no_pgx)
+    lengths = mean_game_lengths(names, args.length_games)
+    rows, skipped = throughput(names, args.batch_sizes, args.steps, args.min_seconds,
+                               args.max_seconds, lengths)
+    sections = [throughput_section(rows, notes + skipped), ratio_section(rows)]
+    if not args.throughput_only:
+        mid_steps = max(1, round(lengths[TRICTRAC] / 2))
+        sections += split_and_cost_sections(names, args.split_batch, mid_steps,
+                                            SPLIT_SECONDS_FACTOR * args.min_seconds)
+    command = shlex.join(["python", "-m", "trictrac_jax.bench", *argv])
+    sections.insert(0, machine_section(command, (load_at_start, os.getloadavg()[0])))
+    text = "\n\n".join(s for s in sections if s) + "\n"
+    print(text)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,432 @@
+"""Play Trictrac in a terminal against a bot.
+
+    python -m trictrac_jax.play --opponent greedy|first|random|CHECKPOINT [--seed N]
+                                [--colour white|black]
+
+Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
+are listed in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`);
+choose one by its number or by its notation. `help`, `board`, `quit` (or end of input).
+
+The loop (`play_game`) takes input and output streams, so tests and notebooks drive it with
+scripted input. The single-game helpers here (`Kernels`, `legal_moves`, `move_text`,
+`roll_report`) are shared with the OpenSpiel wrapper.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+from typing import Callable, NamedTuple, TextIO
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from trictrac_jax import agents
+from trictrac_jax import board as B
+from trictrac_jax import moves as M
+from trictrac_jax import render
+from trictrac_jax import scoring as S
+from trictrac_jax.env import Trictrac, new_game, sample_outcome
+from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO, State
+from trictrac_jax.verify import jans_dict
+
+GO = 1
+COLOURS = {"white": 0, "black": 1}
+
+# Jan names as players say them: English, then the traditional French.
+JAN_LABELS = {
+    "FilledQuarter": "filled quarter (remplissage)",
+    "TrueHitSmallJan": "true hit in the small jan (battu à vrai, petit jan)",
+    "TrueHitBigJan": "true hit in the big jan (battu à vrai, grand jan)",
+    "TrueHitOpponentCorner": "hit on the opponent's corner (battu du coin)",
+    "FirstPlayerToExit": "first to bear off (sortie)",
+    "SixTables": "six tables (jan de six tables)",
+    "TwoTables": "two tables (jan de deux tables)",
+    "Mezeas": "mezeas (jan de mézéas)",
+    "FalseHitSmallJan": "false hit in the small jan (battu à faux, petit jan)",
+    "FalseHitBigJan": "false hit in the big jan (battu à faux, grand jan)",
+    "ContreTwoTables": "contre two tables (contre-jan de deux tables)",
+    "ContreMezeas": "contre mezeas (contre-jan de mézéas)",
+    "HelplessMan": "helpless man (jan qui ne peut)",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+#  Single-game kernels and notation
+# ---------------------------------------------------------------------------------------------
+
+class Roll(NamedTuple):
+    """A roll: its jans (scored on the position before the dice, as the engine scores them)
+    and the state after it (see `Kernels.roll`)."""
+
+    jans: S.RollJans
+    listed: jax.Array  # int32[N, 4]: candidate move pairs, for the jans' move pairs
+    state: State  # the state after the dice, with the roller's points marked
+
+
+class Kernels:
+    """Jitted one-game transitions, never truncated (compiled once per process: use
+    `kernels()`)."""
+
+    def __init__(self, env: Trictrac):
+        self._decide = jax.jit(env.step_deterministic)
+        self._roll = jax.jit(functools.partial(_roll, env))
+        self.action_pairs = jax.jit(_action_pairs)  # state -> int32[514, 4] real-board pairs
+        self.draw = jax.jit(_draw)  # key -> (next key, chance outcome, key for an agent)
+
+    # Actions and outcomes are cast to int32 so that a Python int (weakly typed) and an
+    # int32 array share one compilation.
+    def decide(self, state: State, action) -> State:
+        """Take a decision; the result waits for the dice unless the game ended."""
+        return self._decide(state, np.int32(action))
+
+    def roll(self, state: State, outcome) -> Roll:
+        """Roll chance outcome `outcome` (0..35) at a chance node."""
+        return self._roll(state, np.int32(outcome))
+
+
+@functools.lru_cache(maxsize=None)
+def kernels() -> Kernels:
+    return Kernels(Trictrac(max_steps=None))
+
+
+def _roll(env: Trictrac, state: State, outcome) -> Roll:
+    """Score the dice of chance outcome `outcome` for the player to roll, as the engine does
+    on his view before the roll is applied (as verify.py), then apply it."""
+    dice = jnp.stack(jnp.divmod(jnp.asarray(outcome, jnp.int32), 6)) + 1
+    roller = state.current_player
+    view = B.view_board(state._board, roller)
+    lists = M.move_lists(view, dice)
+    jans = S.roll_jans(view, dice, state._dice_roll_count[roller] + 1, lists)
+    return Roll(jans, lists.candidates.listed, env.chance_step(state, outcome))
+
+
+def _draw(key):
+    """One jitted call instead of several eager ones (each costs milliseconds)."""
+    key, dice_key, agent_key = jax.random.split(key, 3)
+    return key, sample_outcome(dice_key), agent_key
+
+
+def _action_pairs(state: State):
+    """int32[514, 4]: the move pair (from1, to1, from2, to2; 0 = none / off) every action
+    index decodes to on the real board (meaningful for the legal ones)."""
+    view = B.view_board(state._board, state.current_player)
+    pairs = jax.vmap(lambda a: M.decode(view, state._dice, a))(jnp.arange(NUM_ACTIONS))
+    mirrored = jnp.where(pairs > 0, 25 - pairs, 0)
+    return jnp.where(state.current_player == 1, mirrored, pairs)
+
+
+def move_text(pair) -> str:
+    """Real-board move pair (from1, to1, from2, to2) -> notation `1-6 6-11`, `20-off`."""
+    moves = [(int(f), int(t)) for f, t in (pair[:2], pair[2:]) if f]
+    if not moves:
+        return "pass"  # no move possible: the empty move
+    return " ".join(f"{f}-{t if t else 'off'}" for f, t in moves)
+
+
+def legal_moves(state: State, k: Kernels | None = None) -> list[tuple[int, str]]:
+    """(action, notation) of every legal action of a decision state: Go first, then the
+    moves in field order (as a player scans them)."""
+    k = k or kernels()
+    mask = np.asarray(state.legal_action_mask)
+    pairs = np.asarray(k.action_pairs(state))
+    listed = [(int(a), "go" if a == GO else move_text(pairs[a])) for a in np.flatnonzero(mask)]
+    return sorted(listed, key=lambda m: (m[0] != GO, _moves_of(m[1])))
+
+
+def _moves_of(notation: str) -> tuple[tuple[int, int], ...]:
+    return () if notation in ("go", "pass") else parse_moves(notation)
+
+
+class JanScore(NamedTuple):
+    name: str  # in scoring.JANS
+    ways: int
+    points_per_way: int
+    scorer: int  # colour who marks the points
+    moves: list[str]  # notation of each way's move pair, real board
+
+    @property
+    def points(self) -> int:
+        return self.ways * self.points_per_way
+
+
+def jan_scores(roller: int, dice, jans: S.RollJans, listed) -> list[JanScore]:
+    """The jans a roll makes (in the engine's order), from its RollJans as verify.py reads
+    them: ways and move pairs per jan, and the jan's value per way for this roll."""
+    jans, listed = jax.device_get((jans, listed))
+    made = jans_dict(jans, np.asarray(listed), roller)
+    scores = []
+    for j, name in enumerate(S.JANS):
+        if name not in made:
+            continue
+        # HelplessMan is double only when nothing at all can be played (rules.md, quirk 1).
+        double = bool(jans.helpless_double) if j == S.HELPLESS_MAN else dice[0] == dice[1]
+        value = int(S.JAN_VALUES[j, int(double)])
+        scores.append(JanScore(name, len(made[name]), abs(value),
+                               roller if value > 0 else 1 - roller,
+                               [move_text([*p[0], *p[1]]) for p in made[name]]))
+    return scores
+
+
+def jan_line(score: JanScore) -> str:
+    plural = "s" * (score.ways > 1)
+    return (f"{JAN_LABELS[score.name]}: {score.ways} way{plural} x {score.points_per_way} = "
+            f"{score.points} points for {render.COLOUR_NAMES[score.scorer]}  "
+            f"[{', '.join(score.moves)}]")
+
+
+def roll_report(before: State, roll: Roll) -> list[str]:
+    """What a roll did: the dice, the jans and the points for each player, holes won."""
+    roller = int(before.current_player)
+    me, other = render.COLOUR_NAMES[roller], render.COLOUR_NAMES[1 - roller]
+    after = roll.state
+    dice = tuple(int(d) for d in np.asarray(after._dice))
+    lines = [f"{me} rolls {dice[0]}-{dice[1]}."]
+    lines += ["  " + jan_line(j) for j in jan_scores(roller, dice, roll.jans, roll.listed)]
+    mine, theirs = (int(p) for p in np.asarray(roll.jans.points))
+    if not mine and not theirs:
+        lines.append("  No jan: no points.")
+    if mine:
+        lines.append(f"  {me} marks {mine} points.{_holes_won(before, after, roller)}")
+        lines.append("  " + score_line(after))
+    if theirs:
+        unless = f" (not if {me} goes)" if int(after._turn_stage) == TS_HOLD_OR_GO else ""
+        lines.append(f"  {other} will mark {theirs} points after {me}'s move{unless}.")
+    return lines
+
+
+def _holes_won(before: State, after: State, colour: int) -> str:
+    won = int(after._holes[colour]) - int(before._holes[colour])
+    if won <= 0:
+        return ""
+    return f" {render.COLOUR_NAMES[colour]} wins {won} hole{'s' * (won > 1)}" + \
+        (" (bredouille)!" if won > 1 else "!")
+
+
+def score_line(state: State) -> str:
+    pos = render.position(state)
+    return "Score: " + " | ".join(
+        f"{render.COLOUR_NAMES[c]} {pos.points[c]} points, {pos.holes[c]} holes" for c in (0, 1))
+
+
+# ---------------------------------------------------------------------------------------------
+#  Reading a choice
+# ---------------------------------------------------------------------------------------------
+
+class ChoiceError(ValueError):
+    """The player's input names no legal action (the message says why)."""
+
+
+QUIT_WORDS = ("q", "quit", "exit")
+MAX_LISTED_IN_ERROR = 10
+HELP_WORDS = ("h", "help", "?")
+BOARD_WORDS = ("b", "board")
+
+
+def parse_moves(text: str) -> tuple[tuple[int, int], ...]:
+    """Notation `1-6 6-11` (or `1/6, 6/11`; bear-off `20-off` or `20-0`) -> ((1, 6), (6, 11))."""
+    moves = []
+    for token in text.replace(",", " ").split():
+        parts = token.replace("/", "-").split("-")
+        if len(parts) != 2:
+            raise ChoiceError(f"cannot read {token!r}: write a move as FROM-TO, e.g. 1-6 or 20-off")
+        frm, to = parts
+        if not frm.isdigit() or not (to.isdigit() or to == "off"):
+            raise ChoiceError(f"cannot read {token!r}: fields are numbers 1-24, bear-off is 'off'")
+        frm, to = int(frm), 0 if to == "off" else int(to)
+        if not 1 <= frm <= 24 or not 0 <= to <= 24:
+            raise ChoiceError(f"{token!r}: fields are numbered 1 to 24")
+        moves.append((frm, to))
+    if len(moves) > 2:
+        raise ChoiceError("a move uses at most two checkers (one per die)")
+    return tuple(moves)
+
+
+def parse_choice(text: str, moves: list[tuple[int, str]]) -> int:
+    """The action the player chose among `moves` ((action, notation) pairs): by its number
+    in the list, `go`, or its notation (the two moves in either order)."""
+    choice = text.strip().lower()
+    if not choice:
+        raise ChoiceError("type the number of a move, its notation (e.g. 1-6 6-11), or 'help'")
+    if choice.isdigit():
+        n = int(choice)
+        if not 1 <= n <= len(moves):
+            raise ChoiceError(f"no move number {n}: choose 1 to {len(moves)}")
+        return moves[n - 1][0]
+    if choice in ("go", "g"):
+        if any(a == GO for a, _ in moves):
+            return GO
+        raise ChoiceError("go is only possible right after winning a hole")
+    if choice == "hold":
+        raise ChoiceError("to hold, choose one of the listed moves")
+    chosen = _moves_of(choice)
+    by_moves = {a: _moves_of(t) for a, t in moves if a != GO}
+    exact = [a for a, m in by_moves.items() if m == chosen]
+    either_order = [a for a, m in by_moves.items() if sorted(m) == sorted(chosen)]
+    if exact or len(either_order) == 1:
+        return (exact or either_order)[0]
+    legal = (f"legal: {', '.join(t for _, t in moves)}" if len(moves) <= MAX_LISTED_IN_ERROR
+             else "type 'board' to see the list")
+    raise ChoiceError(f"{text.strip()!r} is not a legal move here; {legal}")
+
+
+# ---------------------------------------------------------------------------------------------
+#  The game loop
+# ---------------------------------------------------------------------------------------------
+
+Agent = Callable[[jax.Array, State], jax.Array]  # (key, state) -> action, one game
+
+
+def play_game(opponent: Agent, human: int, seed: int, stdin: TextIO, stdout: TextIO,
+              k: Kernels | None = None) -> State:
+    """Play one game, the human being colour `human` (0 White, 1 Black), reading choices
+    from `stdin` (anything with `readline`, e.g. `Prompt()` in a notebook) and writing to
+    `stdout`. Returns the last state: finished, or where the player quit (or the input
+    ended)."""
+    k = k or kernels()
+    say = functools.partial(print, file=stdout)
+    key = jax.random.PRNGKey(seed)
+    say(f"Trictrac (seed {seed}): you play {render.COLOUR_NAMES[human]} "
+        f"({render.TEXT_SYMBOLS[human]}). Choose a move by its number or its notation "
+        f"(e.g. 1-6 6-11, 20-off, go); 'help', 'board', 'quit'.")
+    state, key = _roll_and_report(k, new_game(), key, say)
+    while not _done(state):
+        mover = int(state.current_player)
+        if mover == human:
+            action = _ask(state, k, stdin, say)
+            if action is None:
+                say("Goodbye.")
+                return state
+        else:
+            key, _, agent_key = k.draw(key)
+            action = int(opponent(agent_key, state))
+        if action != GO:
+            notation = dict(legal_moves(state, k)).get(action, f"illegal action {action}")
+            say(f"{render.COLOUR_NAMES[mover]} plays {notation}.")
+        after = k.decide(state, action)
+        _report_decision(state, after, action, say)
+        state = after
+        if not _done(state):
+            state, key = _roll_and_report(k, state, key, say)
+    say(render.text(state))
+    say(render.status_line(render.position(state)) + ".")
+    return state
+
+
+class Prompt:
+    """A `stdin` for `play_game` that asks with `input()` (which notebooks support)."""
+
+    def readline(self) -> str:
+        try:
+            return input() + "\n"
+        except EOFError:
+            return ""
+
+
+def _done(state: State) -> bool:
+    return bool(state.terminated | state.truncated)
+
+
+def _roll_and_report(k: Kernels, state: State, key, say):
+    key, outcome, _ = k.draw(key)
+    roll = k.roll(state, outcome)
+    for line in roll_report(state, roll):
+        say(line)
+    return roll.state, key
+
+
+def _report_decision(before: State, after: State, action: int, say) -> None:
+    """Go, and the points the opponent marks once the roller has moved."""
+    mover = int(before.current_player)
+    other = 1 - mover
+    if action == GO:
+        say(f"{render.COLOUR_NAMES[mover]} goes: new setting, the checkers go back to the talons.")
+        return
+    marked = int(before._dice_points[1])
+    if marked:
+        say(f"{render.COLOUR_NAMES[other]} marks {marked} points."
+            f"{_holes_won(before, after, other)}")
+        say(score_line(after))
+    if int(after.current_player) == mover and not _done(after):
+        say(f"{render.COLOUR_NAMES[mover]} bore off all his checkers: new setting, "
+            f"{render.COLOUR_NAMES[mover]} rolls again.")
+
+
+def _ask(state: State, k: Kernels, stdin: TextIO, say) -> int | None:
+    """Show the position and legal moves, read until a legal choice; None to quit."""
+    moves = legal_moves(state, k)
+    _show_choices(state, moves, say)
+    while True:
+        say("Your choice: ", end="")
+        line = stdin.readline()
+        if not line:  # end of input
+            say()
+            return None
+        word = line.strip().lower()
+        if word in QUIT_WORDS:
+            return None
+        if word in HELP_WORDS:
+            say(HELP)
+            _show_choices(state, moves, say)
+            continue
+        if word in BOARD_WORDS:
+            _show_choices(state, moves, say)
+            continue
+        try:
+            return parse_choice(line, moves)
+        except ChoiceError as error:
+            say(f"  {error}")
+
+
+def _show_choices(state: State, moves, say) -> None:
+    say(render.text(state))  # its last line says whose turn, and offers hold or go
+    say("Legal moves:")
+    cells = [f"{n:>3}) {notation}" for n, (_, notation) in enumerate(moves, 1)]
+    width = max(map(len, cells)) + 3
+    per_row = max(1, min(4, 88 // width))  # columns, to keep long lists on one screen
+    for i in range(0, len(cells), per_row):
+        say("  " + "".join(c.ljust(width) for c in cells[i:i + per_row]).rstrip())
+
+
+HELP = """How to answer:
+  a number        the move with that number in the list
+  1-6 6-11        a move in notation: FROM-TO for each checker on the real board
+                  (fields 1-24, White moves 1 -> 24, Black 24 -> 1); bear off with 20-off
+  go              after winning a hole: new setting (hold by choosing a move)
+  pass            when no move is possible
+  board           show the board and the moves again
+  quit            leave the game"""
+
+
+# ---------------------------------------------------------------------------------------------
+#  Command line
+# ---------------------------------------------------------------------------------------------
+
+def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.play",
+                                     description="Play Trictrac in a terminal against a bot.")
+    parser.add_argument("--opponent", default="greedy",
+                        help="greedy, first, random, or a checkpoint path (default: greedy)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the dice and the bot (default: random)")
+    parser.add_argument("--colour", "--color", choices=sorted(COLOURS), default="white",
+                        help="your colour; White rolls first (default: white)")
+    args = parser.parse_args(argv)
+    try:
+        opponent = agents.load_agent(args.opponent)
+    except ImportError as error:  # a checkpoint needs the training extra
+        print(f"cannot load opponent {args.opponent!r}: {error} "
+              f"(pip install 'trictrac-jax[train]')", file=sys.stderr)
+        return 2
+    except (ValueError, OSError, RuntimeError) as error:  # unknown name, bad checkpoint
+        print(f"cannot load opponent {args.opponent!r}: {error}", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(3), "big")
+    play_game(jax.jit(opponent), COLOURS[args.colour], seed, stdin, stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
