@@ -1,8 +1,16 @@
-"""Baseline agents as pure functions of (key, state) -> action, usable under jit and vmap."""
+"""Baseline agents as pure functions of (key, state) -> action, usable under jit and vmap,
+and `load_agent` to get one by name or from a training checkpoint."""
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
+
+from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac
+
+_ENV = Trictrac(max_steps=None)  # lookahead only: never truncates
+WIN_BONUS = 1000.0  # a won game outweighs any score difference
 
 
 def random_agent(key, state):
@@ -15,3 +23,80 @@ def first_agent(key, state):
     """The first legal action: Go whenever it is legal (the reference engine's default bot)."""
     del key
     return jnp.argmax(state.legal_action_mask).astype(jnp.int32)
+
+
+def score_lead(state, rewards, player):
+    """float32: `player`'s lead in 12 * holes + points, counting the points the last roll
+    gave the non-roller (marked only after the roller's move), plus WIN_BONUS * the game
+    result in `rewards` (by colour)."""
+    roller = state.current_player
+    pending = jnp.where(jnp.arange(2) == roller, 0, state._dice_points[1])
+    score = (12 * state._holes + state._points + pending).astype(jnp.float32)
+    score += WIN_BONUS * rewards
+    return score[player] - score[1 - player]
+
+
+def greedy_agent(key, state, top_k: int = 32):
+    """1-ply expectimax on the score: for each of the first `top_k` legal actions (by index),
+    the expected `score_lead` over the 36 dice after the next roll is scored; the best one.
+
+    Costs top_k * 36 chance steps per decision."""
+    del key
+    mover = state.current_player
+    candidates = jnp.nonzero(state.legal_action_mask, size=top_k, fill_value=-1)[0]
+    valid = candidates >= 0
+    afters = jax.vmap(_ENV.step_deterministic, (None, 0))(state, jnp.maximum(candidates, 0))
+    outcomes = jnp.arange(NUM_CHANCE_OUTCOMES)
+
+    def expected_lead(after):
+        rolled = jax.vmap(_ENV.chance_step, (None, 0))(after, outcomes)
+        leads = jax.vmap(score_lead, (0, 0, None))(rolled, after.rewards + rolled.rewards,
+                                                   mover)
+        return jnp.dot(_ENV.chance_probs, leads)
+
+    value = jax.vmap(expected_lead)(afters)
+    return candidates[jnp.argmax(jnp.where(valid, value, -jnp.inf))].astype(jnp.int32)
+
+
+BASELINES = {"random": random_agent, "first": first_agent, "greedy": greedy_agent}
+
+
+def load_agent(spec: str, num_simulations: int = 0):
+    """An agent `(key, state) -> int32 action` from a spec:
+
+    * 'random', 'first', 'greedy' (top-32 actions) or 'greedy:K';
+    * a training run directory (its best checkpoint) or one checkpoint directory
+      (RUN_DIR/checkpoints/N): the network's policy, greedy over the masked logits, or with
+      `num_simulations` > 0 the run's search (no exploration noise).
+
+    Raises ValueError for an unknown name, `CheckpointError` for an unreadable checkpoint."""
+    name, _, arg = spec.partition(":")
+    if name == "greedy" and arg:
+        if not arg.isdigit() or int(arg) < 1:
+            raise ValueError(f"agent {spec!r}: greedy:K needs a positive integer K")
+        return functools.partial(greedy_agent, top_k=int(arg))
+    if name in BASELINES and not arg:
+        return BASELINES[name]
+    if "/" not in spec and not spec.startswith("."):
+        raise ValueError(f"unknown agent {spec!r}: expected one of {list(BASELINES)}, "
+                         f"greedy:K, or a checkpoint path")
+    from trictrac_jax import training  # the training stack is optional for the engine
+    return checkpoint_agent(*training.load_params(spec), num_simulations=num_simulations)
+
+
+def checkpoint_agent(params, config: dict, num_simulations: int = 0):
+    """The agent of trained `params` with their run `config` (see `load_agent`)."""
+    from trictrac_jax import network as N
+    from trictrac_jax import search as S
+    net = N.make_network(config)
+    if num_simulations == 0:
+        return lambda key, state: N.policy_action(net, params, state)
+    model = S.Model(Trictrac(max_steps=config["env"]["max_steps"]), net,
+                    config["selfplay"]["value_target"], config["selfplay"]["margin_scale"])
+    search = S.make_search(model, {**config["search"], "num_simulations": num_simulations},
+                           explore=False)
+
+    def agent(key, state):
+        batch = jax.tree.map(lambda x: x[None], state)  # the search works on batches
+        return search(params, key, batch).action[0]
+    return agent

@@ -1,0 +1,92 @@
+"""Baseline agents: legal, jit/vmap-able; the greedy agent prefers the better score;
+`load_agent` specs and errors."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import trictrac_jax as tt
+from trictrac_jax.agents import (first_agent, greedy_agent, load_agent, random_agent,
+                                 score_lead)
+from trictrac_jax.checkpoint import CheckpointError
+from trictrac_jax.state import TS_HOLD_OR_GO
+from tests.test_search import random_play
+
+ENV = tt.Trictrac(max_steps=1000)
+
+
+@pytest.fixture(scope="module")
+def positions():
+    """Random play, [60, 32] decision states, with the actions of the random and first
+    agents."""
+    states = random_play(jax.random.PRNGKey(3))
+    keys = jax.random.split(jax.random.PRNGKey(4), states.current_player.size).reshape(
+        *states.current_player.shape, 2)
+    chosen = {name: jax.jit(jax.vmap(jax.vmap(agent)))(keys, states)
+              for name, agent in (("random", random_agent), ("first", first_agent))}
+    return states, chosen
+
+
+def test_agents_choose_legal_actions(positions):
+    states, chosen = positions
+    live = ~np.asarray(states.terminated)
+    mask = np.asarray(states.legal_action_mask)
+    for name, actions in chosen.items():
+        legal = np.take_along_axis(mask, np.asarray(actions)[..., None], -1)[..., 0]
+        assert legal[live].all(), name
+    first = np.asarray(chosen["first"])
+    assert (first[live] == np.argmax(mask, -1)[live]).all()
+
+
+@jax.jit
+def lead_after(state, action, outcome):
+    """The mover's score lead after `action` and the roll `outcome`, one at a time."""
+    after = ENV.step_deterministic(state, action)
+    rolled = ENV.chance_step(after, outcome)
+    return score_lead(rolled, after.rewards + rolled.rewards, state.current_player)
+
+
+def test_greedy_maximises_the_expected_lead(positions):
+    states, _ = positions
+    mask = np.asarray(states.legal_action_mask)
+    several = np.argwhere(~np.asarray(states.terminated) & (mask.sum(-1) >= 3)
+                          & (mask.sum(-1) <= 32))
+    t, g = several[len(several) // 2]
+    state = jax.tree.map(lambda x: x[t, g], states)
+    leads = {int(a): np.mean([float(lead_after(state, a, k)) for k in range(36)])
+             for a in np.nonzero(mask[t, g])[0]}
+    assert len(set(np.round(list(leads.values()), 4))) > 1  # the choice matters here
+    choice = int(jax.jit(greedy_agent)(jax.random.PRNGKey(0), state))
+    assert np.isclose(leads[choice], max(leads.values()), atol=1e-4)
+
+
+def test_greedy_goes_to_wipe_the_opponents_points_and_holds_its_own(positions):
+    """Hold-or-go: Go starts a new setting with everybody's points at 0. With the opponent
+    at 11 points (any point makes him a hole) Go is better; with his own 11 points, holding
+    is."""
+    states, _ = positions
+    mask = np.asarray(states.legal_action_mask)
+    choice = (np.asarray(states._turn_stage) == TS_HOLD_OR_GO) & mask[..., 2:].any(-1)
+    t, g = np.argwhere(choice)[0]
+    state = jax.tree.map(lambda x: x[t, g], states)
+    mover = int(state.current_player)
+    greedy = jax.jit(greedy_agent)
+    key = jax.random.PRNGKey(0)
+    threatened = state.replace(_points=jnp.zeros(2, jnp.int32).at[1 - mover].set(11))
+    assert int(greedy(key, threatened)) == 1
+    leading = state.replace(_points=jnp.zeros(2, jnp.int32).at[mover].set(11))
+    assert int(greedy(key, leading)) >= 2
+
+
+def test_load_agent_specs(tmp_path):
+    assert load_agent("random") is random_agent and load_agent("first") is first_agent
+    assert load_agent("greedy") is greedy_agent
+    assert load_agent("greedy:4").keywords == {"top_k": 4}
+    for bad in ("nobody", "greedy:x", "greedy:0"):
+        with pytest.raises(ValueError, match="agent"):
+            load_agent(bad)
+    missing = tmp_path / "no_run"
+    with pytest.raises(CheckpointError, match=str(missing)):
+        load_agent(str(missing))
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        load_agent(str(tmp_path))

@@ -1,0 +1,144 @@
+"""The search: output shapes, illegal actions masked at every node, value signs when the
+same player moves twice, terminal utilities."""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import trictrac_jax as tt
+from trictrac_jax import search as S
+from trictrac_jax.agents import random_agent
+from trictrac_jax.config import defaults
+from trictrac_jax.state import TS_HOLD_OR_GO, TS_MOVE
+
+ENV = tt.Trictrac(max_steps=1000)
+
+
+class ConstNet:
+    """Stands in for the network: uniform logits, the same value everywhere."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def apply(self, variables, obs):
+        del variables
+        return jnp.zeros(obs.shape[:-1] + (tt.NUM_ACTIONS,)), jnp.full(obs.shape[:-1],
+                                                                        self.value)
+
+
+def take(states, idx):
+    return jax.tree.map(lambda x: x[jnp.asarray(idx)], states)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def random_play(key, games=32, steps=60):
+    """Decision states of random play, State [steps, games] (shared by the test modules so
+    that it compiles once)."""
+    state = jax.vmap(ENV.init)(jax.random.split(key, games))
+
+    def body(state, key):
+        ka, ks = jax.random.split(key)
+        action = jax.vmap(random_agent)(jax.random.split(ka, games), state)
+        nxt = jax.vmap(ENV.step)(state, action, jax.random.split(ks, games))
+        return nxt, state
+    return jax.lax.scan(body, state, jax.random.split(key, steps))[1]
+
+
+@pytest.fixture(scope="module")
+def positions():
+    """Live decision states of random play, flattened: State [N]."""
+    flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]),
+                        random_play(jax.random.PRNGKey(0)))
+    return take(flat, np.nonzero(~np.asarray(flat.terminated))[0])
+
+
+def first_where(states, condition):
+    return int(np.nonzero(np.asarray(condition))[0][0])
+
+
+@pytest.fixture(scope="module")
+def cases(positions):
+    """Six positions: a hold-or-go decision, a move decision, then varied ones."""
+    hold_or_go = first_where(positions, positions._turn_stage == TS_HOLD_OR_GO)
+    move = first_where(positions, (positions._turn_stage == TS_MOVE)
+                       & (positions.legal_action_mask[:, 2:].any(-1)))
+    return take(positions, [hold_or_go, move, 37, 74, 111, 148])
+
+
+def search_config(algorithm, sims):
+    return {**defaults()["search"], "algorithm": algorithm, "num_simulations": sims,
+            "max_num_considered_actions": 4}
+
+
+@pytest.fixture(scope="module")
+def searched(cases):
+    """SearchOutput of both searches on `cases` (uniform prior, value +0.5 for the mover)."""
+    model = S.Model(ENV, ConstNet(0.5), "outcome", 72.0)
+    return {algorithm: jax.jit(S.make_search(model, search_config(algorithm, 32)))(
+        None, jax.random.PRNGKey(1), cases) for algorithm in ("stochastic", "gumbel")}
+
+
+@pytest.mark.parametrize("algorithm", ["stochastic", "gumbel"])
+def test_search_shapes_and_masking(cases, searched, algorithm):
+    out = searched[algorithm]
+    mask = np.asarray(cases.legal_action_mask)
+    policy = np.asarray(out.policy)
+    assert out.action.shape == (6,) and policy.shape == (6, tt.NUM_ACTIONS)
+    assert out.value.shape == (6,)
+    assert np.allclose(policy.sum(-1), 1.0, atol=1e-5)
+    assert (policy[~mask] == 0).all()
+    assert mask[np.arange(6), np.asarray(out.action)].all()
+    # every expanded decision node of the tree, not only the root, visits legal actions only
+    tree = out.tree
+    embedded = tree.embeddings.state_embedding if algorithm == "stochastic" else \
+        tree.embeddings
+    node_mask = np.asarray(embedded.legal_action_mask)  # [B, nodes, 514]
+    decision = np.asarray(tree.node_visits) > 0
+    if algorithm == "stochastic":
+        decision &= np.asarray(tree.embeddings.is_decision_node)
+    visits = np.asarray(tree.children_visits)[decision]
+    assert decision[:, 1:].any()  # some interior decision nodes were expanded
+    assert (visits[~node_mask[decision]] == 0).all()
+
+
+def test_values_keep_their_sign_when_the_same_player_moves_again(cases, searched):
+    """After Go the same player rolls again: his afterstate value is +v and the discount +1;
+    after a move the opponent rolls: -v and -1. An illegal action loses: the afterstate is
+    worth -1 to its mover and the chance edge rewards -1 and ends the game (discount 0)."""
+    states = take(cases, [0, 1, 1])
+    mover = np.asarray(states.current_player)
+    move = int(np.argmax(np.asarray(states.legal_action_mask[1, 2:]))) + 2
+    actions = jnp.array([1, move, 0])  # Go, a move, Roll (never legal)
+    model = S.Model(ENV, ConstNet(0.5), "outcome", 72.0)
+    key = jax.random.PRNGKey(0)
+    out, after = jax.jit(model.decision_fn)(None, key, actions, states)
+    assert list(np.asarray(after.state.current_player) == mover) == [True, False, True]
+    assert list(np.asarray(after.state.terminated)) == [False, False, True]
+    assert np.allclose(out.afterstate_value, [0.5, -0.5, -1.0])
+    chance, nxt = jax.jit(model.chance_fn)(None, key, jnp.array([7, 30, 5]), after)
+    assert np.allclose(chance.discount, [1.0, -1.0, 0.0])
+    assert np.allclose(chance.reward, [0.0, 0.0, -1.0])
+    assert np.allclose(chance.value, [0.5, 0.5, 0.0])  # the next mover's view; 0 once over
+    assert not np.asarray(nxt.is_chance).any()
+
+    # through the whole search the signs hold: Go keeps the +0.5 of the mover's next
+    # decision, a move gives him -0.5. (Deeper nodes mix in the other sign: a constant value
+    # is not self-consistent, so only the signs are exact, not the magnitudes.)
+    tree = searched["stochastic"].tree
+    q = np.asarray(tree.qvalues(jnp.zeros(6, jnp.int32)))[0]
+    visited = np.asarray(tree.children_visits)[0, 0] > 0
+    assert visited[1] and visited[2:].any()
+    assert q[1] > 0.25 and (q[2:][visited[2:]] < -0.25).all(), q[visited]
+
+
+def test_margin_utility():
+    state = tt.new_game().replace(_holes=jnp.array([5, 2]), _points=jnp.array([4, 10]))
+    rewards = jnp.array([1.0, -1.0])
+    margin = (12 * 5 + 4) - (12 * 2 + 10)
+    for player, sign in ((0, 1), (1, -1)):
+        got = S.utility(state, rewards, jnp.int32(player), "margin", 72.0)
+        assert np.isclose(got, sign * margin / 72.0)
+        assert S.utility(state, rewards, jnp.int32(player), "outcome", 72.0) == sign
+    assert S.utility(state, rewards, jnp.int32(0), "margin", 10.0) == 1.0  # clipped

@@ -1,0 +1,228 @@
+"""The training stack on tiny configs: config errors, a short run, resume after a kill,
+checkpoint errors, evaluation, plotting, and data parallelism over 4 CPU devices."""
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import jax
+import pytest
+import yaml
+
+from trictrac_jax import training as T
+from trictrac_jax.config import ConfigError, defaults, load_config, merge
+from trictrac_jax.evaluation import wilson
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def script(name):
+    spec = importlib.util.spec_from_file_location(f"train_{name}", ROOT / "train" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+az, evaluate, plot = script("az"), script("eval"), script("plot")
+
+# Games are truncated after 6 decisions so that value targets arrive in every iteration.
+TINY = {
+    "env": {"max_steps": 6},
+    "network": {"width": 16, "blocks": 1},
+    "search": {"algorithm": "gumbel", "num_simulations": 2, "max_num_considered_actions": 2},
+    "selfplay": {"batch_size": 4, "steps_per_iteration": 8},
+    "replay": {"capacity": 64, "min_size": 8},
+    "training": {"iterations": 3, "updates_per_iteration": 2, "batch_size": 8,
+                 "warmup_updates": 1},
+    "evaluation": {"every": 1, "games": 4, "opponents": ["random"]},
+    "checkpoint": {"every": 1, "keep_last": 2},
+    "logging": {"tensorboard": False},
+}
+
+
+FOUR_DEVICES = textwrap.dedent("""
+    import json, sys
+    import jax
+    sys.path.insert(0, sys.argv[1])
+    from tests.test_train import tiny_config
+    from trictrac_jax import config as C, training as T
+    config = C.load_config(None, ["selfplay.steps_per_iteration=16"],
+                           base=tiny_config(sys.argv[2]))
+    C.check_devices(config, jax.device_count())
+    trainer = T.Trainer(config)
+    state = trainer.init_state(jax.random.PRNGKey(0))
+    actors, buffer = trainer.init_games(jax.random.PRNGKey(1))
+    actors, buffer, stats = trainer.selfplay(state.params, actors, buffer, jax.random.PRNGKey(2))
+    state, metrics = trainer.train(state, buffer, jax.random.PRNGKey(3))
+    obs = actors.states.observation
+    print(json.dumps({
+        "devices": jax.device_count(),
+        "games_devices": len(obs.sharding.device_set),
+        "games_shard": obs.addressable_shards[0].data.shape[0],
+        "buffer_shard": buffer.steps.obs.addressable_shards[0].data.shape[0],
+        "params_devices": len(jax.tree.leaves(state.params)[0].sharding.device_set),
+        "ready": int(stats["ready"]), "loss": float(metrics["loss"])}))
+""")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def four_devices(tmp_path_factory):
+    """One self-play iteration and one training step with the batch split over 4 CPU devices,
+    in a subprocess (the device count is fixed when JAX starts), started before this
+    module's other tests so that its compilation runs beside theirs."""
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+           "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FOUR_DEVICES, str(ROOT), str(tmp_path_factory.mktemp("four"))],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    yield proc
+    proc.kill()
+    proc.communicate()
+
+
+@pytest.mark.parametrize("override, key", [
+    ("netwrk.width=8", "netwrk"),
+    ("network.depth=8", "network.depth"),
+    ("network.width=wide", "network.width"),
+    ("network.width=1.5", "network.width"),
+    ("search.num_simulations=0", "search.num_simulations"),
+    ("search.algorithm=alphabeta", "search.algorithm"),
+    ("evaluation.opponents=[random, nobody]", "evaluation.opponents"),
+    ("evaluation.games=7", "evaluation.games"),
+    ("replay.capacity=100", "replay.capacity"),  # less than one iteration of self-play
+    ("logging.tensorboard=maybe", "logging.tensorboard"),
+])
+def test_bad_config_is_reported_by_key(override, key, tmp_path, capsys):
+    with pytest.raises(ConfigError, match=f"^{key}:"):
+        load_config(None, [override])
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"run": {"dir": str(tmp_path / "run")}}))
+    assert az.main(["--config", str(config), "--set", override]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {key}:") and "Traceback" not in err
+
+
+def test_config_file_and_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("search:\n  num_simulations: 8\ntraining:\n  learning_rate: 1\n")
+    config = load_config(path, ["search.num_simulations=64", "training.schedule=constant"])
+    assert config["search"]["num_simulations"] == 64
+    assert config["training"]["learning_rate"] == 1.0  # int accepted for a float
+    assert config["training"]["schedule"] == "constant"
+    path.write_text("search: [1, 2]\n")
+    with pytest.raises(ConfigError, match="^search:"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def tiny_config(run_dir):
+    return load_config(None, base=merge(merge(defaults(), TINY), {"run": {"dir": str(run_dir)}}))
+
+
+class Killed(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A 3-iteration run killed while logging iteration 3 (before its checkpoint), then
+    resumed from the command line. Returns (run_dir, killed records, stdout of resume)."""
+    run_dir = tmp_path_factory.mktemp("runs") / "tiny"
+    config = tiny_config(run_dir)
+
+    def kill_at_3(line):
+        if line.startswith("it    3/"):
+            raise Killed
+    with pytest.raises(Killed):
+        az.train(config, log=kill_at_3)
+    killed = plot.load_records(run_dir)
+    return run_dir, killed
+
+
+def test_run_logs_metrics_and_checkpoints(run):
+    run_dir, killed = run
+    assert [r["iteration"] for r in killed] == [1, 2, 3]
+    assert killed[-1]["updates"] > 0 and killed[-1]["loss"] > 0  # targets arrived, trained
+    assert 0 <= killed[-1]["vs_random_lo"] <= killed[-1]["vs_random"] <= \
+        killed[-1]["vs_random_hi"] <= 1
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["1", "2"]
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["network"]["width"] == 16
+
+
+def test_resume_continues_from_the_last_checkpoint(run, capsys):
+    run_dir, killed = run
+    assert az.main(["--resume", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert f"resumed {run_dir / 'checkpoints' / '2'} (iteration 2, " \
+           f"{killed[1]['updates']} updates)" in out
+    records = plot.load_records(run_dir)  # the resumed iteration 3 replaces the killed one
+    assert [r["iteration"] for r in records] == [1, 2, 3]
+    assert records[-1]["updates"] == killed[1]["updates"] + 2
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["2", "3"]
+    # starting again without --resume would overwrite the run: refused
+    config = run_dir / "again.yaml"
+    config.write_text(yaml.safe_dump({"run": {"dir": str(run_dir)}}))
+    assert az.main(["--config", str(config)]) == 2
+    assert "run.dir" in capsys.readouterr().err
+
+
+def test_same_seed_same_iteration(run):
+    """Self-play and training are deterministic (the run's trainer is already compiled)."""
+    trainer = T.trainer_for(tiny_config(run[0]))
+
+    def one_iteration():
+        state = trainer.init_state(jax.random.PRNGKey(5))
+        actors, buffer = trainer.init_games(jax.random.PRNGKey(6))
+        actors, buffer, _ = trainer.selfplay(state.params, actors, buffer, jax.random.PRNGKey(7))
+        state, _ = trainer.train(state, buffer, jax.random.PRNGKey(8))
+        return jax.device_get((state.params, buffer.steps.policy))
+    first, second = one_iteration(), one_iteration()
+    assert all(jax.tree.leaves(jax.tree.map(lambda a, b: (a == b).all(), first, second)))
+
+
+def test_corrupt_or_missing_checkpoint_is_reported_by_path(run, tmp_path, capsys):
+    run_dir, _ = run
+    broken = tmp_path / "broken"
+    shutil.copytree(run_dir, broken)
+    latest = max((broken / "checkpoints").iterdir(), key=lambda p: int(p.name))
+    for f in (latest / "state").rglob("*"):
+        if f.is_file():
+            f.write_bytes(b"\x00garbage")
+    assert az.main(["--resume", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert str(latest) in err and "cannot restore" in err and "Traceback" not in err
+    assert evaluate.main(["--checkpoint", str(tmp_path / "nowhere"), "--games", "2"]) == 2
+    assert str(tmp_path / "nowhere") in capsys.readouterr().err
+
+
+def test_eval_and_plot_commands(run, capsys):
+    run_dir, _ = run
+    # the opponent and games of the run's own evaluation: its compiled match is reused
+    assert evaluate.main(["--checkpoint", str(run_dir), "--opponent", "random", "--games",
+                          "4"]) == 0
+    out = capsys.readouterr().out
+    assert "vs random: win rate" in out and "in 4 games" in out
+    assert plot.main([str(run_dir), "--text"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| iter") and len(lines) == 2 + 3
+
+
+def test_wilson_interval():
+    assert wilson(0, 10)[0] == 0.0 and wilson(0, 10)[1] == pytest.approx(0.2775, abs=1e-4)
+    lo, hi = wilson(70, 100)
+    assert lo == pytest.approx(0.6042, abs=1e-4) and hi == pytest.approx(0.7810, abs=1e-4)
+    assert wilson(30, 100) == pytest.approx((1 - hi, 1 - lo))
+
+
+def test_data_parallel_over_four_devices(four_devices):
+    out, err = four_devices.communicate(timeout=600)
+    assert four_devices.returncode == 0, err[-3000:]
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["devices"] == 4 and got["games_devices"] == 4 and got["games_shard"] == 1
+    assert got["buffer_shard"] == 16 and got["params_devices"] == 4
+    assert got["ready"] > 0 and got["loss"] == got["loss"]  # trained on finished games

@@ -1,0 +1,75 @@
+"""Win rate of a trained checkpoint against an opponent, with a 95% (Wilson) interval.
+
+    python train/eval.py --checkpoint runs/quick --opponent random --games 400
+    python train/eval.py --checkpoint runs/quick/checkpoints/40 --opponent greedy:8 --games 100
+    python train/eval.py --checkpoint runs/a --opponent runs/b --games 200 --simulations 16
+
+CHECKPOINT and a checkpoint OPPONENT are a run directory (its best checkpoint) or one
+checkpoint directory. Both seats are played equally; games are truncated after the run's
+env.max_steps decisions and then count as not won.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+
+import jax  # noqa: E402
+
+from trictrac_jax import training as T  # noqa: E402
+from trictrac_jax.agents import BASELINES, checkpoint_agent, load_agent  # noqa: E402
+from trictrac_jax.checkpoint import CheckpointError  # noqa: E402
+from trictrac_jax.evaluation import play_match, summarise  # noqa: E402
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", required=True, help="run directory or checkpoint directory")
+    p.add_argument("--opponent", default="random",
+                   help="random | first | greedy | greedy:K | a checkpoint path")
+    p.add_argument("--games", type=int, default=200, help="games (even: both seats equally)")
+    p.add_argument("--simulations", type=int, default=0,
+                   help="search simulations per move for checkpoint agents (0: raw policy)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    if args.games < 2 or args.games % 2:
+        p.error(f"--games: must be an even number >= 2, got {args.games}")
+    if args.simulations < 0:
+        p.error(f"--simulations: must be >= 0, got {args.simulations}")
+    return args
+
+
+def match_fn(trainer: T.Trainer, opponent: str, games: int, simulations: int):
+    """`(params, key) -> outcomes` of the checkpoint's network against `opponent`; games
+    are truncated after the run's env.max_steps decisions."""
+    if opponent.partition(":")[0] in BASELINES:
+        return trainer.evaluator(opponent, games, simulations)  # compiled once per run
+    other = load_agent(opponent, num_simulations=simulations)
+
+    @jax.jit
+    def match(params, key):
+        agent = checkpoint_agent(params, trainer.config, simulations)
+        return play_match(trainer.env, agent, other, key, games)
+    return match
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        params, config = T.load_params(args.checkpoint)
+        match = match_fn(T.trainer_for(config), args.opponent, args.games, args.simulations)
+    except (CheckpointError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    t0 = time.time()
+    result = summarise(match(params, jax.random.PRNGKey(args.seed)))
+    print(f"{args.checkpoint} vs {args.opponent}: win rate {result.summary()}, 95% Wilson "
+          f"interval; {time.time() - t0:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

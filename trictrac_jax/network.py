@@ -1,0 +1,70 @@
+"""The policy-value network: a residual MLP over the 217-float observation (mover's view)."""
+from __future__ import annotations
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE
+
+# Logit given to illegal actions: finite, so that 0 * log_softmax stays 0 in the loss and a
+# softmax over an all-illegal row (never happens at decision nodes) does not give NaN.
+MASKED_LOGIT = -1e9
+
+
+class ResidualBlock(nn.Module):
+    """Pre-norm residual block: x + Dense(relu(LN(Dense(relu(LN(x))))))."""
+
+    width: int
+
+    @nn.compact
+    def __call__(self, x):  # [..., width] -> [..., width]
+        y = nn.Dense(self.width)(nn.relu(nn.LayerNorm()(x)))
+        y = nn.Dense(self.width)(nn.relu(nn.LayerNorm()(y)))
+        return x + y
+
+
+class PolicyValueNet(nn.Module):
+    """observation float32[..., 217] -> (logits float32[..., 514], value float32[...] in
+    [-1, 1], the mover's expected utility)."""
+
+    width: int = 256
+    blocks: int = 4
+
+    @nn.compact
+    def __call__(self, obs):
+        x = nn.Dense(self.width)(obs)
+        for _ in range(self.blocks):
+            x = ResidualBlock(self.width)(x)
+        x = nn.relu(nn.LayerNorm()(x))
+        logits = nn.Dense(NUM_ACTIONS)(x)
+        value = jnp.tanh(nn.Dense(1)(x)[..., 0])
+        return logits, value
+
+
+def make_network(config: dict) -> PolicyValueNet:
+    return PolicyValueNet(width=config["network"]["width"], blocks=config["network"]["blocks"])
+
+
+def init_params(net: PolicyValueNet, key):
+    return net.init(key, jnp.zeros((1, OBS_SIZE), jnp.float32))["params"]
+
+
+def masked_logits(logits, mask):
+    """Illegal actions (mask False) get MASKED_LOGIT: [..., 514], bool[..., 514]."""
+    return jnp.where(mask, logits, MASKED_LOGIT)
+
+
+def apply(net: PolicyValueNet, params, obs, mask):
+    """Masked logits [..., 514] and value [...] for observations [..., 217]."""
+    logits, value = net.apply({"params": params}, obs)
+    return masked_logits(logits, mask), value
+
+
+def policy_action(net: PolicyValueNet, params, state):
+    """Greedy action of one state (argmax over the masked logits): int32."""
+    logits, _ = apply(net, params, state.observation, state.legal_action_mask)
+    return jnp.argmax(logits).astype(jnp.int32)
+
+
+__all__ = ["PolicyValueNet", "make_network", "init_params", "masked_logits", "apply",
+           "policy_action", "MASKED_LOGIT"]

@@ -1,0 +1,103 @@
+"""A replay buffer on device whose value targets arrive when each game ends.
+
+Decisions are written as they are played, tagged with their game slot and the slot's episode
+number. When a game ends, its final utility (per colour) goes into a small outcome table
+indexed by (slot, episode mod R); a decision's target is looked up there at sampling time,
+and only decisions whose game has ended (and is still in the table) are sampled. So no
+trajectory is cut at an iteration boundary and games may last any number of iterations.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE
+
+
+@struct.dataclass
+class Steps:
+    """Decisions of self-play, leading axes [...] (time, game) or [C] in the buffer."""
+
+    obs: jax.Array  # float32[..., 217], the decision state (mover's view)
+    mask: jax.Array  # bool[..., 514], its legal actions
+    policy: jax.Array  # float32[..., 514], the search policy
+    mover: jax.Array  # int32[...], colour to move
+    after_obs: jax.Array  # float32[..., 217], the afterstate (view of the player to roll)
+    after_player: jax.Array  # int32[...], colour to roll at the afterstate
+    after_valid: jax.Array  # bool[...], the afterstate is not terminal (has a value to learn)
+    game: jax.Array  # int32[...], game slot
+    episode: jax.Array  # int32[...], the slot's episode number
+
+
+@struct.dataclass
+class Replay:
+    steps: Steps  # [C]
+    filled: jax.Array  # bool[C]
+    ptr: jax.Array  # int32[], next write position
+    table_episode: jax.Array  # int32[G, R], episode whose outcome is stored; -1: none
+    table_utility: jax.Array  # float32[G, R, 2], its final utility by colour
+
+
+def table_rows(capacity: int, games: int) -> int:
+    """R: outcome-table rows per slot. A slot's decisions stay in the buffer for about
+    capacity / games decisions; games last far more than 4 decisions, so no episode still in
+    the buffer loses its row (a lost row only makes its decisions unsampled)."""
+    return -(-capacity // games) // 4 + 2
+
+
+def empty(capacity: int, games: int) -> Replay:
+    zeros = lambda *shape, dtype=jnp.float32: jnp.zeros((capacity, *shape), dtype)
+    steps = Steps(obs=zeros(OBS_SIZE), mask=zeros(NUM_ACTIONS, dtype=bool),
+                  policy=zeros(NUM_ACTIONS), mover=zeros(dtype=jnp.int32),
+                  after_obs=zeros(OBS_SIZE), after_player=zeros(dtype=jnp.int32),
+                  after_valid=zeros(dtype=bool), game=zeros(dtype=jnp.int32),
+                  episode=zeros(dtype=jnp.int32))
+    rows = table_rows(capacity, games)
+    return Replay(steps=steps, filled=zeros(dtype=bool), ptr=jnp.int32(0),
+                  table_episode=jnp.full((games, rows), -1, jnp.int32),
+                  table_utility=jnp.zeros((games, rows, 2), jnp.float32))
+
+
+def add(replay: Replay, steps: Steps, done, utility) -> Replay:
+    """Append self-play `steps` [T, G] and record the games that ended: `done` bool[T, G],
+    `utility` float32[T, G, 2] (final utility by colour where done)."""
+    capacity = replay.filled.shape[0]
+    flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), steps)
+    n = flat.mover.shape[0]
+    idx = (replay.ptr + jnp.arange(n)) % capacity
+    new_steps = jax.tree.map(lambda buf, x: buf.at[idx].set(x), replay.steps, flat)
+
+    games, rows = replay.table_episode.shape
+    slot = jnp.where(done, steps.game, games)  # out of bounds: dropped
+    row = steps.episode % rows
+    return replay.replace(
+        steps=new_steps, filled=replay.filled.at[idx].set(True),
+        ptr=(replay.ptr + n) % capacity,
+        table_episode=replay.table_episode.at[slot, row].set(steps.episode, mode="drop"),
+        table_utility=replay.table_utility.at[slot, row].set(utility, mode="drop"))
+
+
+def targets(replay: Replay, game, episode, player):
+    """(known bool[...], utility float32[...]) of `player` in (slot `game`, `episode`)."""
+    row = episode % replay.table_episode.shape[1]
+    known = replay.table_episode[game, row] == episode
+    value = jnp.take_along_axis(replay.table_utility[game, row], player[..., None], -1)[..., 0]
+    return known, value
+
+
+def ready(replay: Replay):
+    """bool[C]: stored decisions whose game has ended (their value target is known)."""
+    s = replay.steps
+    return replay.filled & targets(replay, s.game, s.episode, s.mover)[0]
+
+
+def sample(replay: Replay, key, shape):
+    """Uniform sample of ready decisions: (Steps [*shape], value target [*shape], afterstate
+    value target [*shape]). Needs at least one ready decision."""
+    weights = ready(replay).astype(jnp.float32)
+    idx = jax.random.choice(key, weights.shape[0], shape, p=weights / weights.sum())
+    steps = jax.tree.map(lambda x: x[idx], replay.steps)
+    _, z = targets(replay, steps.game, steps.episode, steps.mover)
+    _, z_after = targets(replay, steps.game, steps.episode, steps.after_player)
+    return steps, z, z_after

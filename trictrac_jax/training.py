@@ -1,0 +1,254 @@
+"""The AlphaZero loop's device functions: optimiser, loss, updates, and one iteration of
+self-play, each jitted once and data-parallel over all devices (`jax.sharding`).
+
+Batches (games, replay buffer, minibatches) are split over a 1-D mesh axis `data`; the
+parameters and optimiser state are replicated, so XLA all-reduces the gradients.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from trictrac_jax import checkpoint as C
+from trictrac_jax import config as config_lib
+from trictrac_jax import network as N
+from trictrac_jax import replay as R
+from trictrac_jax import search as S
+from trictrac_jax import selfplay
+from trictrac_jax.agents import checkpoint_agent, load_agent
+from trictrac_jax.env import Trictrac
+from trictrac_jax.evaluation import play_match
+
+
+@struct.dataclass
+class TrainState:
+    params: dict
+    opt_state: optax.OptState
+    step: jax.Array  # int32, optimiser updates so far
+    key: jax.Array  # uint32[2], the run's RNG (a raw key, checkpointable)
+
+
+def maybe_init_distributed():
+    """Multi-host: join the cluster when JAX's coordinator variables are set."""
+    if os.environ.get("JAX_COORDINATOR_ADDRESS") and not jax.distributed.is_initialized():
+        jax.distributed.initialize()
+
+
+def make_mesh() -> Mesh:
+    return Mesh(jax.devices(), ("data",))
+
+
+def shard_leading(tree, mesh: Mesh):
+    """Constrain every array of `tree` to be split over `data` along its first axis (scalars
+    are replicated)."""
+    def constrain(x):
+        spec = P("data") if x.ndim else P()
+        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+    return jax.tree.map(constrain, tree)
+
+
+def make_optimizer(tc: dict, total_updates: int) -> optax.GradientTransformation:
+    warmup = min(tc["warmup_updates"], max(total_updates - 1, 0))
+    if tc["schedule"] == "cosine":
+        lr = optax.warmup_cosine_decay_schedule(0.0, tc["learning_rate"], warmup,
+                                                max(total_updates, warmup + 1),
+                                                end_value=0.1 * tc["learning_rate"])
+    else:
+        lr = optax.join_schedules([optax.linear_schedule(0.0, tc["learning_rate"], warmup),
+                                   optax.constant_schedule(tc["learning_rate"])], [warmup])
+    clip = [optax.clip_by_global_norm(tc["max_grad_norm"])] if tc["max_grad_norm"] > 0 else []
+    return optax.chain(*clip, optax.adamw(lr, weight_decay=tc["weight_decay"]))
+
+
+def loss_fn(net: N.PolicyValueNet, value_weight: float, params, steps: R.Steps, z, z_after):
+    """Policy cross-entropy to the search policy + value_weight * value MSE, the value
+    learned on decision states (target z) and on non-terminal afterstates (z_after).
+    Shapes: steps [B], z [B], z_after [B]. Returns (loss, metrics)."""
+    obs = jnp.concatenate([steps.obs, steps.after_obs])
+    logits, values = net.apply({"params": params}, obs)
+    batch = steps.mover.shape[0]
+    logp = jax.nn.log_softmax(N.masked_logits(logits[:batch], steps.mask))
+    policy_loss = -jnp.mean(jnp.sum(steps.policy * logp, -1))
+    err = jnp.concatenate([values[:batch] - z, values[batch:] - z_after]) ** 2
+    weight = jnp.concatenate([jnp.ones(batch), steps.after_valid.astype(jnp.float32)])
+    value_loss = jnp.sum(weight * err) / jnp.sum(weight)
+    entropy = -jnp.mean(jnp.sum(jnp.where(steps.policy > 0,
+                                          steps.policy * jnp.log(steps.policy), 0.0), -1))
+    loss = policy_loss + value_weight * value_loss
+    return loss, {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss,
+                  "policy_kl": policy_loss - entropy}
+
+
+class Trainer:
+    """Builds the jitted functions of one run from its config."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.env = Trictrac(max_steps=config["env"]["max_steps"])
+        self.net = N.make_network(config)
+        sp, tc = config["selfplay"], config["training"]
+        self.utility = functools.partial(S.utility, value_target=sp["value_target"],
+                                         margin_scale=sp["margin_scale"])
+        self.model = S.Model(self.env, self.net, sp["value_target"], sp["margin_scale"])
+        self.search = S.make_search(self.model, config["search"], explore=True)
+        self.optimizer = make_optimizer(tc, tc["iterations"] * tc["updates_per_iteration"])
+        self.mesh = make_mesh()
+        self.replicated = NamedSharding(self.mesh, P())
+        self.init_games = jax.jit(self._init_games)
+        self._selfplay_jit = jax.jit(self._selfplay, donate_argnums=(1, 2))
+        self._train_jit = jax.jit(self._train, donate_argnums=(0,))
+        self._evaluators = {}
+
+    # Keys are placed like the parameters, wherever they were made, so that each function
+    # compiles once.
+
+    def selfplay(self, params, actors, buffer: R.Replay, key):
+        """Play `steps_per_iteration` decisions in every game; store them.
+        Returns (actors, buffer, stats)."""
+        return self._selfplay_jit(params, actors, buffer, jax.device_put(key, self.replicated))
+
+    def train(self, state: TrainState, buffer: R.Replay, key):
+        """`updates_per_iteration` updates on minibatches sampled from the ready decisions.
+        Returns (state, mean metrics)."""
+        return self._train_jit(state, buffer, jax.device_put(key, self.replicated))
+
+    def evaluator(self, opponent: str, games: int, num_simulations: int):
+        """Jitted `(params, key) -> int32[games]` outcomes of the network (greedy over its
+        policy, or its search with `num_simulations` > 0) against the baseline `opponent`
+        (compiled once per trainer)."""
+        spec = (opponent, games, num_simulations)
+        if spec not in self._evaluators:
+            baseline = load_agent(opponent)
+
+            def evaluate(params, key):
+                agent = checkpoint_agent(params, self.config, num_simulations)
+                return play_match(self.env, agent, baseline, key, games)
+            match = jax.jit(evaluate)
+            self._evaluators[spec] = lambda params, key: match(
+                *jax.device_put((params, key), self.replicated))
+        return self._evaluators[spec]
+
+    # --- state ---------------------------------------------------------------------------
+
+    def init_state(self, key) -> TrainState:
+        k_params, k_run = jax.random.split(key)
+        params = N.init_params(self.net, k_params)
+        state = TrainState(params=params, opt_state=self.optimizer.init(params),
+                           step=jnp.int32(0), key=k_run)
+        return jax.device_put(state, self.replicated)
+
+    def abstract_state(self) -> TrainState:
+        """Shapes, dtypes and shardings of a TrainState, to restore a checkpoint into."""
+        shapes = jax.eval_shape(self.init_state, jax.random.PRNGKey(0))
+        return jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=self.replicated), shapes)
+
+    def _init_games(self, key):
+        """(Actors, Replay): fresh games and an empty buffer, split over the devices."""
+        sp, rc = self.config["selfplay"], self.config["replay"]
+        actors = selfplay.start(self.env, key, sp["batch_size"])
+        buffer = R.empty(rc["capacity"], sp["batch_size"])
+        return shard_leading((actors, buffer), self.mesh)
+
+    # --- one iteration -------------------------------------------------------------------
+
+    def _selfplay(self, params, actors, buffer: R.Replay, key):
+        steps = self.config["selfplay"]["steps_per_iteration"]
+        actors, played = selfplay.play(self.env, self.search, self.utility, params, key,
+                                       actors, steps)
+        buffer = R.add(buffer, played.steps, played.done, played.utility)
+        finished = jnp.sum(played.done)
+        stats = {
+            "games": finished,
+            "decisions": jnp.int32(played.done.size),
+            "mean_game_length": jnp.sum(jnp.where(played.done, played.length, 0))
+            / jnp.maximum(finished, 1),
+            "truncated": jnp.sum(played.done & ~played.won),
+            "ready": jnp.sum(R.ready(buffer)),
+        }
+        actors, buffer = shard_leading((actors, buffer), self.mesh)
+        return actors, buffer, stats
+
+    def _train(self, state: TrainState, buffer: R.Replay, key):
+        tc = self.config["training"]
+        steps, z, z_after = R.sample(buffer, key, (tc["updates_per_iteration"],
+                                                    tc["batch_size"]))
+        grad_fn = jax.grad(functools.partial(loss_fn, self.net, tc["value_weight"]),
+                           has_aux=True)
+
+        def update(state: TrainState, batch):
+            batch = shard_leading(batch, self.mesh)
+            grads, metrics = grad_fn(state.params, *batch)
+            updates, opt_state = self.optimizer.update(grads, state.opt_state, state.params)
+            params = optax.apply_updates(state.params, updates)
+            return state.replace(params=params, opt_state=opt_state, step=state.step + 1), \
+                metrics
+
+        state, metrics = jax.lax.scan(update, state, (steps, z, z_after))
+        return state, jax.tree.map(jnp.mean, metrics)
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_trainer(config_json: str) -> Trainer:
+    return Trainer(json.loads(config_json))
+
+
+def trainer_for(config: dict) -> Trainer:
+    """The Trainer of `config`, shared within the process: resuming or evaluating the same
+    run again reuses its compiled functions."""
+    return _cached_trainer(json.dumps(config, sort_keys=True))
+
+
+def saved_config(directory, step: int) -> dict:
+    """The validated config of a checkpoint."""
+    try:
+        return config_lib.validate(config_lib.merge(config_lib.defaults(),
+                                                    C.restore_config(directory, step)))
+    except config_lib.ConfigError as e:
+        raise C.CheckpointError(f"{directory / str(step)}: its config is invalid ({e})") \
+            from None
+
+
+def load_params(path, which: str = "best"):
+    """(params, config) of a checkpoint: a run directory (its `which` = best or latest
+    checkpoint) or one checkpoint's directory."""
+    directory, step = C.resolve(path, which)
+    trainer = Trainer(saved_config(directory, step))
+    return C.restore_state(directory, step, trainer.abstract_state()).params, trainer.config
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_trainer(config_json: str) -> Trainer:
+    return Trainer(json.loads(config_json))
+
+
+def trainer_for(config: dict) -> Trainer:
+    """The Trainer of `config`, shared within the process: resuming or evaluating the same
+    run again reuses its compiled functions."""
+    return _cached_trainer(json.dumps(config, sort_keys=True))
+
+
+def saved_config(directory, step: int) -> dict:
+    """The validated config of a checkpoint."""
+    try:
+        return config_lib.validate(config_lib.merge(config_lib.defaults(),
+                                                    C.restore_config(directory, step)))
+    except config_lib.ConfigError as e:
+        raise C.CheckpointError(f"{directory / str(step)}: its config is invalid ({e})") \
+            from None
+
+
+def load_params(path, which: str = "best"):
+    """(params, config) of a checkpoint: a run directory (its `which` = best or latest
+    checkpoint) or one checkpoint's directory."""
+    directory, step = C.resolve(path, which)
+    trainer = Trainer(saved_config(directory, step))
+    return C.restore_state(directory, step, trainer.abstract_state()).params, trainer.config
+
