@@ -223,32 +223,3 @@ def load_params(path, which: str = "best"):
     trainer = Trainer(saved_config(directory, step))
     return C.restore_state(directory, step, trainer.abstract_state()).params, trainer.config
 
-
-@functools.lru_cache(maxsize=2)
-def _cached_trainer(config_json: str) -> Trainer:
-    return Trainer(json.loads(config_json))
-
-
-def trainer_for(config: dict) -> Trainer:
-    """The Trainer of `config`, shared within the process: resuming or evaluating the same
-    run again reuses its compiled functions."""
-    return _cached_trainer(json.dumps(config, sort_keys=True))
-
-
-def saved_config(directory, step: int) -> dict:
-    """The validated config of a checkpoint."""
-    try:
-        return config_lib.validate(config_lib.merge(config_lib.defaults(),
-                                                    C.restore_config(directory, step)))
-    except config_lib.ConfigError as e:
-        raise C.CheckpointError(f"{directory / str(step)}: its config is invalid ({e})") \
-            from None
-
-
-def load_params(path, which: str = "best"):
-    """(params, config) of a checkpoint: a run directory (its `which` = best or latest
-    checkpoint) or one checkpoint's directory."""
-    directory, step = C.resolve(path, which)
-    trainer = Trainer(saved_config(directory, step))
-    return C.restore_state(directory, step, trainer.abstract_state()).params, trainer.config
-
