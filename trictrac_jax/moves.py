@@ -31,7 +31,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
-import numpy as np
 
 from trictrac_jax import board as B
 

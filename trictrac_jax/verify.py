@@ -82,11 +82,8 @@ def _make_kernels(env: Trictrac):
         pair = M.decode(view, state._dice, action)
         return state, pair, env.step_deterministic(state, action)
 
-    def restore(state):
-        return env.restore(state)
-
     return {k: jax.jit(jax.vmap(f)) for k, f in
-            dict(roll=roll, decide=decide, restore=restore).items()}
+            dict(roll=roll, decide=decide, restore=env.restore).items()}
 
 
 def _padded(items, size):
@@ -186,7 +183,6 @@ def verify_positions(lines, kernels, tally: Tally):
         states = io.states_from_records([r["state"] for r in padded])
         restored = kernels["restore"](states)
         masks = np.asarray(restored.legal_action_mask)
-        obs = np.asarray(restored.observation)
         for k, r in enumerate(chunk):
             where = f"position {r['pos']} dice {r['dice']}"
             legal = np.nonzero(masks[k])[0].tolist()
@@ -197,7 +193,6 @@ def verify_positions(lines, kernels, tally: Tally):
         rolled, jans, listed = kernels["roll"](to_roll, dice)
         _compare_roll(tally, chunk, rolled, jans, listed, lambda r: r["after_roll"],
                       lambda r: f"position {r['pos']} dice {r['dice']}")
-        del obs
 
 
 def main(argv=None) -> int:
