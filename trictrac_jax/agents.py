@@ -14,9 +14,17 @@ WIN_BONUS = 1000.0  # a won game outweighs any score difference
 
 
 def random_agent(key, state):
-    """Uniform over the legal actions."""
-    logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits).astype(jnp.int32)
+    """Uniform over the legal actions.
+
+    Draws one integer k below the number of legal actions and takes the (k + 1)-th legal
+    one: a single random number instead of one Gumbel draw per action (which costs as
+    much as a fifth of an engine step).
+    """
+    mask = state.legal_action_mask
+    k = jax.random.randint(key, (), 0, jnp.maximum(jnp.sum(mask), 1))
+    # index of the first position where the running count exceeds k (counted, not argmax:
+    # the running count never decreases)
+    return jnp.sum(jnp.cumsum(mask, dtype=jnp.int32) <= k).astype(jnp.int32)
 
 
 def first_agent(key, state):

@@ -57,6 +57,15 @@ def lookup(table, index):
     return jnp.sum(jnp.where(hit, table, 0), axis=-1)
 
 
+def lowest_field(mask):
+    """Field (1..24) of the first True along the last axis of bool[..., 24]; 25 if none.
+
+    A min over field numbers rather than `argmax`: XLA's CPU argmax (a two-operand
+    reduction) is several times slower than a plain min.
+    """
+    return jnp.min(jnp.where(mask, FIELDS.astype(jnp.int32), 25), axis=-1)
+
+
 def quarters(board):
     """int32[..., 24] -> int32[..., 4, 6]: fields 1-6, 7-12, 13-18, 19-24."""
     return board.reshape(board.shape[:-1] + (4, 6))
@@ -108,7 +117,7 @@ def forbid_exits(board, dice):
     """
     outside = (board > 0) & (FIELDS < 19)
     n_fields = jnp.sum(outside, axis=-1)
-    field = jnp.argmax(outside, axis=-1) + 1
+    field = lowest_field(outside)
     single = (n_fields == 1) & (jnp.sum(jnp.where(outside, board, 0), axis=-1) == 1)
     return (n_fields > 0) & ~(single & (field + jnp.max(dice, axis=-1) > 18))
 
@@ -121,8 +130,7 @@ def exit_farthest(board):
     """
     own = board > 0
     spare = own & (board > 2) & jnp.any(quarter_filled(board), axis=-1, keepdims=True)
-    lowest = lambda mask: jnp.where(jnp.any(mask, -1), jnp.argmax(mask, -1) + 1, 25)
-    return jnp.where(jnp.any(spare, -1), lowest(spare), lowest(own))
+    return jnp.where(jnp.any(spare, -1), lowest_field(spare), lowest_field(own))
 
 
 def cumulative_checkers(board):
@@ -137,7 +145,8 @@ def checker_field(board, ordinal):
     cum = cumulative_checkers(board)[..., 1:]
     ordinal = jnp.asarray(ordinal)[..., None]
     hit = cum >= ordinal
-    return jnp.where((ordinal[..., 0] >= 1) & jnp.any(hit, -1), jnp.argmax(hit, -1) + 1, 0)
+    field = lowest_field(hit)
+    return jnp.where((ordinal[..., 0] >= 1) & (field < 25), field, 0)
 
 
 def apply_move(board, frm, to):

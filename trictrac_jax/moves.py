@@ -48,36 +48,23 @@ def _pick(onehot, values):
     return jnp.sum(jnp.where(onehot, values, 0), axis=-1).astype(values.dtype)
 
 
-def partner_values(x, first_field):
-    """[N] -> [N, 4]: x at each candidate's partners.
+def other_pass(x):
+    """[N] -> [N]: each candidate's value at its twin, the same slots in the other pass."""
+    return x.reshape(NUM_PASSES, PASS_SIZE)[::-1].reshape(x.shape)
 
-    Two candidates can list the same move pair only if they move checkers from the same
-    fields, maybe swapped: partners 2q and 2q + 1 of candidate (p, i, s) are (q, i, s) and
-    the candidate moving first from field s + 1 and then from field first_field[i]. Swapped
-    fields give the same pair only for two bear-offs (the reference lists them lower field
-    first), which start in the last quarter; elsewhere partner 2q + 1 is (q, i, s) again.
-    The puissance candidates are each other's partners. `first_field` int[15]: the field
-    of each first-move slot.
-    """
-    per_pass = x.reshape(2, PASS_SIZE)
-    grid = per_pass[:, :-1].reshape(2, NUM_FIRST, NUM_SLOTS)
-    k = BEAR_OFF_FROM
-    # rows[a, i]: slot i moves first from field 19 + a
-    rows = first_field[None, :] == jnp.arange(19, 25, dtype=first_field.dtype)[:, None]
-    # block[q, a, b]: candidate (q, slot of field 19 + a, second field 19 + b)
-    block = _pick(rows[None, :, None, :], jnp.swapaxes(grid[:, :, k:EMPTY_SLOT], 1, 2)[:, None])
-    # swapped value of (q, i, second field 19 + b) with first field 19 + a: block[q, b, a]
-    swapped_block = _pick(jnp.swapaxes(rows, 0, 1)[None, :, None, :], block[:, None])
-    in_block = jnp.any(rows, axis=0)[None, :, None]
-    swapped = grid.at[:, :, k:EMPTY_SLOT].set(
-        jnp.where(in_block, swapped_block, grid[:, :, k:EMPTY_SLOT]))
-    out = []
-    for q in range(2):
-        for g in (grid[q], swapped[q]):
-            body = jnp.broadcast_to(g.reshape(NUM_FIRST * NUM_SLOTS), (2, NUM_FIRST * NUM_SLOTS))
-            puis = jnp.broadcast_to(per_pass[q, -1], (2, 1))
-            out.append(jnp.concatenate([body, puis], axis=1).reshape(x.shape))
-    return jnp.stack(out, axis=1)
+
+def _exit_block(grid, first_field):
+    """[2, 15, 25] -> [2, 6, 6]: grid[p, slot of field 19 + a, second field 19 + b]
+    (False where field 19 + a is no first-move slot)."""
+    rows = first_field[:, None] == jnp.arange(19, 25, dtype=first_field.dtype)  # [15, 6]
+    return jnp.any(rows[None, :, :, None] & grid[:, :, None, BEAR_OFF_FROM:EMPTY_SLOT], axis=1)
+
+
+def _from_exit_block(block, first_field):
+    """Inverse of `_exit_block`: [2, 6, 6] -> [2, 15, 25], False outside the block."""
+    rows = first_field[:, None] == jnp.arange(19, 25, dtype=first_field.dtype)  # [15, 6]
+    inner = jnp.any(rows[None, :, :, None] & block[:, None], axis=2)  # [2, 15, 6]
+    return jnp.pad(inner, ((0, 0), (0, 0), (BEAR_OFF_FROM, NUM_SLOTS - EMPTY_SLOT)))
 
 
 class Candidates(NamedTuple):
@@ -94,9 +81,10 @@ class Candidates(NamedTuple):
     exit_outside_ok: jnp.ndarray  # bool: bear-off rule, all checkers in the last quarter
     exit_farthest_ok: jnp.ndarray  # bool: bear-off rule, exceeding numbers on the farthest
     is_full: jnp.ndarray  # bool: two moves (or the puissance pair)
-    # Equalities with the candidate's partners (see `partner_values`), computed once:
-    same_as_pair: jnp.ndarray  # bool[..., N, 4]: partner's listed pair == this generated pair
-    same_earlier: jnp.ndarray  # bool[..., N, 4]: an earlier partner lists the same pair
+    # Which candidates list the same pair (see `_same_listed`):
+    twin_same: jnp.ndarray  # bool: the twin (same slots, other pass) lists the same pair
+    double_exit: jnp.ndarray  # bool: both moves bear off (listed lower field first)
+    swapped: jnp.ndarray  # bool: listed != pair (a double exit listed in the other order)
     first_field: jnp.ndarray  # int8[..., 15]: field of each first-move slot
 
 
@@ -212,14 +200,10 @@ def candidates(board, dice) -> Candidates:
         _to_flat(second(jnp.broadcast_to(B.FIELDS, (2, NUM_FIRST, 24)), 0), puis_pair[2]),
         _to_flat(second(to1, 0), puis_pair[3])], axis=-1)
     f0, t0, f1, t1 = (pair[:, k] for k in range(4))
-    swap = (t0 == 0) & (t1 == 0) & (f1 != 0) & (f1 < f0)
-    listed = jnp.where(swap[:, None], jnp.concatenate([pair[:, 2:], pair[:, :2]], 1), pair)
+    double_exit = (t0 == 0) & (t1 == 0) & (f0 != 0) & (f1 != 0)
+    swapped = double_exit & (f1 < f0)
+    listed = jnp.where(swapped[:, None], jnp.concatenate([pair[:, 2:], pair[:, :2]], 1), pair)
 
-    # Pairs compared as one int32 key each (fields are 0..24, so base 25 is exact).
-    key = lambda x: ((x[:, 0].astype(jnp.int32) * 25 + x[:, 1]) * 25 + x[:, 2]) * 25 + x[:, 3]
-    partner_listed = partner_values(key(listed), first_field)  # [N, 4 partners]
-    index = jnp.arange(NUM_CANDIDATES)
-    earlier = partner_values(index, first_field) < index[:, None]
     far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
     single_first = _to_flat(first(_pick(in_slot, board == 1)[None, :]),
                             B.at_field(board, puis_pair[0]) == 1)
@@ -234,8 +218,8 @@ def candidates(board, dice) -> Candidates:
         is_full=_to_flat(second(jnp.ones((2, NUM_FIRST, 24), bool), False), True),
         rules_ok=_pair_rules(board, dice, pair),
         fills=_fills(board, after1, ok1, to1, die_b, puis_pair),
-        same_as_pair=partner_listed == key(pair)[:, None],
-        same_earlier=(partner_listed == key(listed)[:, None]) & earlier,
+        twin_same=(other_pass(t0) == t0) & (other_pass(t1) == t1),
+        double_exit=double_exit, swapped=swapped,
         first_field=first_field)
 
 def _fills(board, after1, ok1, to1, die_b, puis_pair):
@@ -285,17 +269,38 @@ def _exit_rules(board, dice, pair, single_first, far_after_first):
     return outside_ok, farthest_ok
 
 
-def member(in_set, c: Candidates):
-    """bool[N]: whether each candidate's generated pair is listed by a candidate in `in_set`.
+def _same_listed(in_set, c: Candidates):
+    """Two bool[N]: some candidate in `in_set` lists the same pair as this candidate; an
+    earlier one (in the reference's loop order) does.
 
-    Only a candidate's partners can list the same pair (see `partner_values`).
+    Two candidates list the same pair when they move checkers from the same fields to the
+    same fields: twins whose moves land on the same fields (doubles, bear-offs, the
+    puissance pair), and two bear-offs whichever checker goes first, since those are
+    listed lower field first. Bear-offs from fields {A, B} (A < B) are thus listed by up to
+    four candidates, in the order (pass 0, A then B), (0, B then A), (1, A then B),
+    (1, B then A); they are handled in the [2, 6, 6] block of fields 19-24.
     """
-    return jnp.any(partner_values(in_set, c.first_field) & c.same_as_pair, axis=-1)
+    twin = c.twin_same & other_pass(in_set)
+    in_second_pass = jnp.arange(NUM_CANDIDATES) >= PASS_SIZE
+    same, earlier = in_set | twin, twin & in_second_pass
+    block = _exit_block(_to_slots(in_set & c.double_exit)[0], c.first_field)  # [2, a, b]
+    either = block | jnp.swapaxes(block, 1, 2)  # first from field a or from field b
+    lower_first = jnp.arange(6)[:, None] < jnp.arange(6)
+    block_same = jnp.broadcast_to(jnp.any(either, axis=0), block.shape)
+    block_earlier = jnp.stack([lower_first.T & block[0].T, either[0] | (lower_first.T & block[1].T)])
+    to_flat = lambda b: _to_flat(_from_exit_block(b, c.first_field), False) & c.double_exit
+    return same | to_flat(block_same), earlier | to_flat(block_earlier)
+
+
+def member(in_set, c: Candidates):
+    """bool[N]: whether each candidate's generated pair is listed by a candidate in `in_set`
+    (never for a swapped pair, which no candidate lists in that order)."""
+    return ~c.swapped & _same_listed(in_set, c)[0]
 
 
 def first_listed(in_set, c: Candidates):
     """bool[N]: candidates in `in_set` whose listed pair no earlier candidate lists (dedup)."""
-    return in_set & ~jnp.any(partner_values(in_set, c.first_field) & c.same_earlier, axis=-1)
+    return in_set & ~_same_listed(in_set, c)[1]
 
 
 def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
