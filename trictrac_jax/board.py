@@ -54,7 +54,7 @@ def lookup(table, index):
     hit = index[..., None] == jnp.arange(table.shape[0])
     if table.dtype == jnp.bool_:
         return jnp.any(hit & table, axis=-1)
-    return jnp.sum(jnp.where(hit, table, 0), axis=-1)
+    return jnp.sum(jnp.where(hit, table, 0), axis=-1, dtype=table.dtype)
 
 
 def lowest_field(mask):
@@ -151,6 +151,7 @@ def checker_field(board, ordinal):
 
 def apply_move(board, frm, to):
     """Move one own checker from `frm` to `to` (0 = borne off); `frm` 0 is the empty move."""
-    delta = -(FIELDS == frm[..., None]).astype(jnp.int32) * (frm[..., None] > 0)
-    delta += (FIELDS == to[..., None]).astype(jnp.int32) * (frm[..., None] > 0)
-    return board + delta
+    moving = frm[..., None] > 0
+    leaves = ((FIELDS == frm[..., None]) & moving).astype(board.dtype)
+    arrives = ((FIELDS == to[..., None]) & moving).astype(board.dtype)
+    return board - leaves + arrives

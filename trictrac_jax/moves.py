@@ -45,7 +45,7 @@ def _pick(onehot, values):
     """Sum (or any, for bools) of `values` where `onehot`, over the last axis."""
     if values.dtype == jnp.bool_:
         return jnp.any(onehot & values, axis=-1)
-    return jnp.sum(jnp.where(onehot, values, 0), axis=-1).astype(values.dtype)
+    return jnp.sum(jnp.where(onehot, values, 0), axis=-1, dtype=values.dtype)
 
 
 def other_pass(x):
@@ -70,8 +70,10 @@ def _from_exit_block(block, first_field):
 class Candidates(NamedTuple):
     """Every candidate move pair of one position and roll; arrays are [..., NUM_CANDIDATES]."""
 
-    pair: jnp.ndarray  # int32[..., N, 4]: from1, to1, from2, to2 as generated (0 = none/off)
-    listed: jnp.ndarray  # int32[..., N, 4]: the pair as the reference lists it (swapped)
+    # Pairs are component-major, [4, N] (rows from1, to1, from2, to2; 0 = none / borne
+    # off): each component is then a contiguous row, which vectorises well on CPU.
+    pair: jnp.ndarray  # int8[..., 4, N]: the pair as generated
+    listed: jnp.ndarray  # int8[..., 4, N]: the pair as the reference lists it (swapped)
     first_ok: jnp.ndarray  # bool: first move possible (exceeding numbers allowed)
     second_ok: jnp.ndarray  # bool: second move possible after the first (idem)
     exceeding: jnp.ndarray  # bool: a move bears off with an exceeding number
@@ -88,10 +90,11 @@ class Candidates(NamedTuple):
     first_field: jnp.ndarray  # int8[..., 15]: field of each first-move slot
 
 
-def _single_moves(board, die, forbid, guard_corner):
+def _single_moves(board, die, landing, forbid, guard_corner):
     """Each own field's move with `die`. Returns (ok, dest, exceeding), each [..., 24].
 
-    `board` int32[..., 24], `die` and `forbid` broadcast to board.shape[:-1]. `guard_corner`
+    `board` int[..., 24]; `landing` int[..., 24]: the checkers on each field + `die`
+    (`B.ahead`); `die` and `forbid` broadcast to board.shape[:-1]. `guard_corner`
     forbids leaving the own corner while it holds exactly 2 checkers (second move only: the
     pair rules check the first move).
     """
@@ -99,7 +102,7 @@ def _single_moves(board, die, forbid, guard_corner):
     dest = jnp.where(raw >= 25, 0, raw)
     exceeding = raw > 25
     ok = (board > 0) & ~((dest == 0) & forbid[..., None])
-    ok &= B.ahead(board, die) >= 0  # an opponent checker blocks the field
+    ok &= landing >= 0  # an opponent checker blocks the field
     if guard_corner:
         ok &= ~((B.FIELDS == B.OWN_CORNER) & (board == 2))
     return ok, dest, exceeding
@@ -107,8 +110,8 @@ def _single_moves(board, die, forbid, guard_corner):
 
 def _pair_rules(board, dice, pair):
     """Rules on a pair that do not depend on other sequences: bool[...]."""
-    f0, t0, f1, t1 = (pair[..., k] for k in range(4))
-    corner = jnp.abs(B.at_field(board, B.OWN_CORNER))[..., None]
+    f0, t0, f1, t1 = pair
+    corner = jnp.abs(B.at_field(board, B.OWN_CORNER))
     # Own corner: taken with two checkers at once, left with its last two at once.
     bad = (t0 == 12) | (t1 == 12)
     bad &= (t0 != t1) & (corner == 0)
@@ -121,17 +124,20 @@ def _pair_rules(board, dice, pair):
     chained = (f1 != 0) & (t0 == f1)
     bad |= (~chained & in_fillable(t0)) | in_fillable(t1)
     # The corner may not be taken par puissance when it can be taken by effect.
-    bad |= is_puissance(board, dice, pair) & can_take_corner_by_effect(board, dice)[..., None]
+    bad |= is_puissance(board, dice, pair) & can_take_corner_by_effect(board, dice)
     return ~bad
 
 
 def is_puissance(board, dice, pair):
-    """The pair takes the own corner par puissance: both moves to 12, each one short of a die."""
+    """The pair takes the own corner par puissance: both moves to 12, each one short of a die.
+
+    `pair` int[4, ...] (component-major) on one board; returns bool[...].
+    """
     corners_empty = (B.at_field(board, 12) == 0) & (B.at_field(board, 13) == 0)
-    dist0 = jnp.abs(pair[..., 1] - pair[..., 0])
-    dist1 = jnp.abs(pair[..., 3] - pair[..., 2])
-    lo, hi = jnp.min(dice, -1)[..., None], jnp.max(dice, -1)[..., None]
-    return (corners_empty[..., None] & (pair[..., 1] == 12) & (pair[..., 3] == 12)
+    dist0 = jnp.abs(pair[1] - pair[0])
+    dist1 = jnp.abs(pair[3] - pair[2])
+    lo, hi = jnp.min(dice), jnp.max(dice)
+    return (corners_empty & (pair[1] == 12) & (pair[3] == 12)
             & (jnp.minimum(dist0, dist1) == lo - 1) & (jnp.maximum(dist0, dist1) == hi - 1))
 
 
@@ -183,12 +189,21 @@ def candidates(board, dice) -> Candidates:
     slot_of = (jnp.cumsum(occupied) - 1).astype(jnp.int8)
     in_slot = occupied & (slot_of == jnp.arange(NUM_FIRST, dtype=jnp.int8)[:, None])  # [15, 24]
     first_field = _pick(in_slot, B.FIELDS)  # [15], 0 for unused slots
-    ok0, to0, exc0 = (_pick(in_slot, x[:, None, :]) for x in
-                      _single_moves(board[None], die_a, forbid[None], guard_corner=False))
-    after1 = B.apply_move(board[None, None], jnp.broadcast_to(first_field, (2, NUM_FIRST)),
-                          jnp.where(ok0, to0, 0))
+    boards = jnp.broadcast_to(board, (2, 24))
+    ok0, to0, exc0 = (_pick(in_slot, x[:, None, :]) for x in _single_moves(
+        boards, die_a, B.ahead(boards, die_a), forbid, guard_corner=False))
+    moved_from = jnp.broadcast_to(first_field, (2, NUM_FIRST))
+    moved_to = jnp.where(ok0, to0, 0)
+    after1 = B.apply_move(board[None, None], moved_from, moved_to)
+    # Checkers where each second move lands, after the first move: the board's, corrected
+    # by the first move (cheaper than shifting each of the 30 boards after a first move).
+    land = (B.FIELDS + die_b[:, None])[:, None, :]  # [2, 1, 24]
+    moved = (moved_from > 0)[..., None]
+    landing1 = (B.ahead(boards, die_b)[:, None, :] - (moved & (land == moved_from[..., None]))
+                + (moved & (land == moved_to[..., None])))  # [2, 15, 24]
     ok1, to1, exc1 = _single_moves(after1, jnp.broadcast_to(die_b[:, None], (2, NUM_FIRST)),
-                                   jnp.broadcast_to(forbid, (2, NUM_FIRST)), guard_corner=True)
+                                   landing1, jnp.broadcast_to(forbid, (2, NUM_FIRST)),
+                                   guard_corner=True)
 
     shape = (2, NUM_FIRST, NUM_SLOTS)
     first = lambda x: jnp.broadcast_to(x[:, :, None], shape)
@@ -198,11 +213,11 @@ def candidates(board, dice) -> Candidates:
     pair = jnp.stack([
         _to_flat(first(first_field[None, :]), puis_pair[0]), _to_flat(first(to0), puis_pair[1]),
         _to_flat(second(jnp.broadcast_to(B.FIELDS, (2, NUM_FIRST, 24)), 0), puis_pair[2]),
-        _to_flat(second(to1, 0), puis_pair[3])], axis=-1)
-    f0, t0, f1, t1 = (pair[:, k] for k in range(4))
+        _to_flat(second(to1, 0), puis_pair[3])])
+    f0, t0, f1, t1 = pair
     double_exit = (t0 == 0) & (t1 == 0) & (f0 != 0) & (f1 != 0)
     swapped = double_exit & (f1 < f0)
-    listed = jnp.where(swapped[:, None], jnp.concatenate([pair[:, 2:], pair[:, :2]], 1), pair)
+    listed = jnp.where(swapped, jnp.stack([f1, t1, f0, t0]), pair)
 
     far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
     single_first = _to_flat(first(_pick(in_slot, board == 1)[None, :]),
@@ -217,12 +232,12 @@ def candidates(board, dice) -> Candidates:
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
         is_full=_to_flat(second(jnp.ones((2, NUM_FIRST, 24), bool), False), True),
         rules_ok=_pair_rules(board, dice, pair),
-        fills=_fills(board, after1, ok1, to1, die_b, puis_pair),
+        fills=_fills(board, after1, landing1, ok1, to1, puis_pair),
         twin_same=(other_pass(t0) == t0) & (other_pass(t1) == t1),
         double_exit=double_exit, swapped=swapped,
         first_field=first_field)
 
-def _fills(board, after1, ok1, to1, die_b, puis_pair):
+def _fills(board, after1, landing1, ok1, to1, puis_pair):
     """bool[N]: a quarter is filled after the candidate's pair.
 
     Counted per quarter as fields holding fewer than 2 checkers after the first move; the
@@ -232,7 +247,7 @@ def _fills(board, after1, ok1, to1, die_b, puis_pair):
     short = jnp.sum(B.quarters(after1) < 2, axis=-1)  # [2, 15, 4]
     quarter = lambda f: (f[..., None] - 1) // 6 == jnp.arange(4)  # [..., 4]
     leaves = (after1 == 2)[..., None] & quarter(jnp.broadcast_to(B.FIELDS, after1.shape))
-    arrives = ((B.ahead(after1, die_b[:, None]) == 1) & (to1 > 0))[..., None] & quarter(to1)
+    arrives = ((landing1 == 1) & (to1 > 0))[..., None] & quarter(to1)
     after2 = short[:, :, None, :] + leaves - arrives  # [2, 15, 24, 4]
     full = jnp.any(after2 == 0, axis=-1) & ok1
     alone = jnp.any(short == 0, axis=-1)[..., None]
@@ -251,7 +266,7 @@ def _exit_rules(board, dice, pair, single_first, far_after_first):
       the board before the first move for the first, after it for the second), in one of
       the two die orders.
     """
-    f0, t0, f1, t1 = (pair[:, k] for k in range(4))
+    f0, t0, f1, t1 = pair
     outside = jnp.sum((board > 0) & (B.FIELDS < 19))
     carried_in = (f0 < 19) & single_first & (t0 > 18)
     outside_ok = outside - carried_in == 0
@@ -353,7 +368,7 @@ def move_lists(board, dice) -> MoveLists:
 
 
 def encode(board, dice, pair):
-    """Action index of move pairs int32[..., 4] on view board int32[24]: int32[...].
+    """Action index of move pairs int[4, ...] (component-major) on view board int32[24].
 
     The reference infers which die the first move used from the pair: the distance of a
     normal move, the other die when only the second move is normal, and for two bear-offs
@@ -361,16 +376,17 @@ def encode(board, dice, pair):
     its die. Checkers are numbered by cumulative count; the second on the board after the
     first move.
     """
-    a, b, c, d = (pair[..., k].astype(jnp.int32) for k in range(4))
-    v0, v1 = dice[0].astype(jnp.int32), dice[1].astype(jnp.int32)
+    # int8 until the final index: fields, dice and checker ordinals are small
+    a, b, c, d = (pair[k].astype(jnp.int8) for k in range(4))
+    v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
     hi, lo = jnp.maximum(v0, v1), jnp.minimum(v0, v1)
     two_exits = jnp.where((a < c) | (c == 0), hi, lo)
     die1 = jnp.where(b > 0, b - a, jnp.where(d > 0, jnp.where(d - c == v0, v1, v0), two_exits))
     die1 += (b == 12) & (d == 12) & (hi + jnp.minimum(a, c) != 12)
-    cum = B.cumulative_checkers(board).astype(jnp.int32)
-    checker1 = B.lookup(cum, a)
+    cum = B.cumulative_checkers(board).astype(jnp.int8)
+    checker1 = B.lookup(cum, a).astype(jnp.int32)
     checker2 = B.lookup(cum, c) - ((a > 0) & (c >= a)) + ((a > 0) & (b > 0) & (c >= b))
-    return jnp.where(die1 == v0, 2, 258) + 16 * checker1 + checker2
+    return jnp.where(die1 == v0, 2, 258) + 16 * checker1 + checker2.astype(jnp.int32)
 
 
 def decode(board, dice, action):

@@ -100,7 +100,8 @@ def _roll(env: Trictrac, state: State, outcome) -> Roll:
     view = B.view_board(state._board, roller)
     lists = M.move_lists(view, dice)
     jans = S.roll_jans(view, dice, state._dice_roll_count[roller] + 1, lists)
-    return Roll(jans, lists.candidates.listed, env.chance_step(state, outcome))
+    listed = jnp.moveaxis(lists.candidates.listed, 0, -1)  # [N, 4]
+    return Roll(jans, listed, env.chance_step(state, outcome))
 
 
 def _draw(key):

@@ -97,22 +97,22 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     listed = c.listed
     seqs = M.first_listed(lists.filling, c)
     n, dest = _missing_for_quarter(board)
-    index = jnp.arange(M.NUM_CANDIDATES)
+    dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see moves.py)
+    index = jnp.arange(M.NUM_CANDIDATES, dtype=jnp.int16)
     # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
-    chained = listed[:, 1] == listed[:, 2]
-    origin_a = jnp.where(seqs & (listed[:, 1] == dest), listed[:, 0], 0)
-    origin_b = jnp.where(seqs & (listed[:, 3] == dest),
-                         jnp.where(chained, listed[:, 0], listed[:, 2]), 0)
+    chained = listed[1] == listed[2]
+    origin_a = jnp.where(seqs & (listed[1] == dest), listed[0], 0)
+    origin_b = jnp.where(seqs & (listed[3] == dest), jnp.where(chained, listed[0], listed[2]), 0)
     # A checker reaches `dest` with one die, both (tout d'une) or one short of a die
     # (puissance): these are the only possible origins.
-    v0, v1 = dice[0], dice[1]
+    v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
     possible = dest - jnp.stack([v0, v1, v0 + v1, v0 - 1, v1 - 1])  # [5]
     is_origin = lambda o: (o[:, None] == possible) & (o[:, None] > 0)  # [N, 5]
     seen = is_origin(origin_a) | is_origin(origin_b)
-    first_seen = jnp.min(jnp.where(seen, index[:, None], M.NUM_CANDIDATES), axis=0)  # [5]
+    first_seen = jnp.min(jnp.where(seen, index[:, None], jnp.int16(M.NUM_CANDIDATES)), axis=0)
     is_first = lambda o: jnp.any(is_origin(o) & (first_seen == index[:, None]), axis=-1)
     one_missing = is_first(origin_a).astype(jnp.int32) + (is_first(origin_b) & (origin_b != origin_a))
-    last = index == jnp.max(jnp.where(seqs, index, -1))
+    last = index == jnp.max(jnp.where(seqs, index, jnp.int16(-1)))
     ways = jnp.select([n == 0, n == 1, n == 2], [last, one_missing, seqs], jnp.zeros_like(seqs))
     return ways.astype(jnp.int32)
 
@@ -184,12 +184,12 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     seq = lists.candidates.listed
 
     def playable(die):
-        frm, to = seq[:, 0::2], seq[:, 1::2]
+        frm, to = seq[0::2], seq[1::2]  # [2, N]: both moves of each pair
         doable = ((to == 0) & (25 - frm <= die)) | ((frm < to) & (to - frm == die))
-        return jnp.any(legal[:, None] & doable)
+        return jnp.any(legal & doable)
 
     none = ~jnp.any(legal)
-    first_seq = seq[jnp.argmax(legal)]
+    first_seq = seq[:, jnp.argmax(legal)]
     ok = none | ~playable(v0) | ~playable(v1)
     pairs, present = put(HELPLESS_MAN, ok, tuple(jnp.where(none, 0, first_seq)))
 

@@ -67,7 +67,7 @@ def _roll_details(state, dice):
     view = B.view_board(state._board, state.current_player)
     lists = M.move_lists(view, dice)
     count = state._dice_roll_count[state.current_player] + 1
-    return S.roll_jans(view, dice, count, lists), lists.candidates.listed
+    return S.roll_jans(view, dice, count, lists), jnp.moveaxis(lists.candidates.listed, 0, -1)
 
 
 def _make_kernels(env: Trictrac):
