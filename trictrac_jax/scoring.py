@@ -107,11 +107,12 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     # (puissance): these are the only possible origins.
     v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
     possible = dest - jnp.stack([v0, v1, v0 + v1, v0 - 1, v1 - 1])  # [5]
-    is_origin = lambda o: (o[:, None] == possible) & (o[:, None] > 0)  # [N, 5]
-    seen = is_origin(origin_a) | is_origin(origin_b)
+    # each distinct origin once (v0 == v1 repeats some), fields only
+    distinct = (possible > 0) & ~jnp.any(jnp.tril(possible[:, None] == possible, -1), axis=-1)
+    seen = ((origin_a[:, None] == possible) | (origin_b[:, None] == possible)) & distinct
     first_seen = jnp.min(jnp.where(seen, index[:, None], jnp.int16(M.NUM_CANDIDATES)), axis=0)
-    is_first = lambda o: jnp.any(is_origin(o) & (first_seen == index[:, None]), axis=-1)
-    one_missing = is_first(origin_a).astype(jnp.int32) + (is_first(origin_b) & (origin_b != origin_a))
+    # each origin counts once, on the first sequence that brings a checker from it
+    one_missing = jnp.sum(first_seen == index[:, None], axis=-1, dtype=jnp.int32)
     last = index == jnp.max(jnp.where(seqs, index, jnp.int16(-1)))
     ways = jnp.select([n == 0, n == 1, n == 2], [last, one_missing, seqs], jnp.zeros_like(seqs))
     return ways.astype(jnp.int32)
