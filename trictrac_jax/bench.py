@@ -1,4 +1,5 @@
-"""Throughput benchmark: random self-play, pgx backgammon as the peer, and the cost of a step.
+"""Throughput benchmark: random self-play, pgx backgammon as the peer, the cost of a step,
+and self-play with tree search.
 
     python -m trictrac_jax.bench           # full run, writes docs/benchmarks.md
     python -m trictrac_jax.bench --quick   # batches 1, 64, 256 and shorter runs
@@ -45,6 +46,11 @@ STEP_ROW = "full step (`env.step`)"
 SPLIT_SECONDS_FACTOR = 5  # the split's timed calls last this many times a self-play row's
 THROUGHPUT_COLUMNS = ("env", "batch", "compile s", "steps/s", "games/s", "steps/game",
                       "peak MiB", "state bytes")
+# Self-play with search: (algorithm, simulations), in games of the quick config's size.
+FULL_SEARCHES = (("gumbel", 4), ("gumbel", 8), ("gumbel", 16), ("gumbel", 32),
+                 ("stochastic", 8), ("stochastic", 32))
+QUICK_SEARCHES = (("gumbel", 2),)
+SEARCH_OVERRIDES = ("network.width=128", "network.blocks=2", "selfplay.steps_per_iteration=32")
 
 
 def log(message):
@@ -156,6 +162,34 @@ def measure_selfplay(name, batch, steps, min_seconds):
         times.append(time.perf_counter() - start)
     return {"compile_s": compile_s, "steps_per_s": steps * batch / min(times),
             "peak_mib": peak_memory_mib(), "state_bytes": state_bytes(env)}
+
+
+def measure_search(algorithm, simulations, games, min_seconds):
+    """Moves/s of self-play with search (no updates) in `games` parallel games, the quick
+    config's network (128 x 2, untrained); a dict of the figures."""
+    from trictrac_jax import config as C
+    from trictrac_jax import training as T
+    config = C.load_config(None, [
+        *SEARCH_OVERRIDES, f"selfplay.batch_size={games}", f"search.algorithm={algorithm}",
+        f"search.num_simulations={simulations}",
+        f"search.max_num_considered_actions={min(simulations, 16)}"])
+    trainer = T.Trainer(config)
+    params = trainer.init_state(jax.random.PRNGKey(0)).params
+    actors, buffer = trainer.init_games(jax.random.PRNGKey(1))
+    start = time.perf_counter()
+    actors, buffer, stats = jax.block_until_ready(
+        trainer.selfplay(params, actors, buffer, jax.random.PRNGKey(2)))  # compiles
+    compile_s = time.perf_counter() - start
+    moves = games * config["selfplay"]["steps_per_iteration"]
+    times, key = [], jax.random.PRNGKey(3)
+    while len(times) < 3 or sum(times) < min_seconds:
+        key, k_run = jax.random.split(key)
+        start = time.perf_counter()
+        actors, buffer, stats = jax.block_until_ready(
+            trainer.selfplay(params, actors, buffer, k_run))
+        times.append(time.perf_counter() - start)
+    return {"algorithm": algorithm, "simulations": simulations, "games": games,
+            "compile_s": compile_s, "moves_per_s": moves / min(times)}
 
 
 def in_fresh_process(fn, *args):
@@ -309,6 +343,19 @@ def ratio_section(rows):
                               ratios), headline])
 
 
+def search_section(rows):
+    body = table(("search", "simulations", "games", "compile s", "moves/s"), [
+        (r["algorithm"], r["simulations"], r["games"], f"{r['compile_s']:.1f}",
+         f"{r['moves_per_s']:,.0f}") for r in rows])
+    return "\n\n".join([
+        "## Self-play with search",
+        "Moves per second of `Trainer.selfplay` (mctx search with the engine as model, no "
+        "network updates): the quick config's network (128 x 2, untrained), 32 moves per "
+        "call in each game, the fastest of at least 3 calls after compilation. `gumbel` is "
+        "Gumbel MuZero with sampled dice, `stochastic` stochastic MuZero with the dice as "
+        "chance nodes; each simulation costs about one engine step.", body])
+
+
 def split_section(rows, batch, mid_steps):
     step_seconds = dict(rows)[STEP_ROW]
     body = table(("component", "ms per call", "µs per game", "states/s", "% of env.step"), [
@@ -392,8 +439,12 @@ def parse_args(argv):
                    help="batches 1,64,256, 8 steps, 16 games for lengths, split batch 256")
     p.add_argument("--no-pgx", action="store_true", help="skip the pgx backgammon peer")
     p.add_argument("--throughput-only", action="store_true",
-                   help="skip the cost split and XLA's cost analysis")
+                   help="random self-play only: skip the cost split, XLA's cost analysis "
+                        "and self-play with search")
     p.add_argument("--split-batch", type=int, help="batch of the cost split (default 1024)")
+    p.add_argument("--no-search", action="store_true", help="skip self-play with search")
+    p.add_argument("--search-games", type=int, default=128,
+                   help="parallel games of self-play with search (default 128)")
     p.add_argument("--max-seconds", type=float, default=90.0,
                    help="skip a batch size whose run is estimated to take longer (default 90)")
     p.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"))
@@ -404,6 +455,7 @@ def parse_args(argv):
     args.split_batch = args.split_batch or (256 if quick else 1024)
     args.length_games = 16 if quick else 64
     args.min_seconds = 0.5 if quick else 2.0
+    args.searches = [] if args.no_search or args.throughput_only else list(QUICK_SEARCHES if quick else FULL_SEARCHES)
     return args
 
 
@@ -465,6 +517,11 @@ def main(argv=None):
         mid_steps = max(1, round(lengths[TRICTRAC] / 2))
         sections += split_and_cost_sections(names, args.split_batch, mid_steps,
                                             SPLIT_SECONDS_FACTOR * args.min_seconds)
+    if args.searches:
+        log("self-play with search")
+        rows = [in_fresh_process(measure_search, alg, sims, args.search_games, args.min_seconds)
+                for alg, sims in args.searches]
+        sections.append(search_section([r for r in rows if r is not None]))
     command = shlex.join(["python", "-m", "trictrac_jax.bench", *argv])
     sections.insert(0, machine_section(command, (load_at_start, os.getloadavg()[0])))
     text = "\n\n".join(s for s in sections if s) + "\n"
