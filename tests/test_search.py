@@ -142,3 +142,38 @@ def test_margin_utility():
         assert np.isclose(got, sign * margin / 72.0)
         assert S.utility(state, rewards, jnp.int32(player), "outcome", 72.0) == sign
     assert S.utility(state, rewards, jnp.int32(0), "margin", 10.0) == 1.0  # clipped
+
+
+def test_points_rewards_add_up_to_the_score_margin():
+    """`points`: each transition's reward is the margin it adds for its mover, so along
+    whole games the rewards (signed for White) add up to White's final lead, and the
+    values the search sees are relative to the current lead."""
+    scale = 144.0
+    model = S.Model(ENV, ConstNet(0.0), "points", scale)
+    games = 16
+    start = jax.vmap(ENV.init)(jax.random.split(jax.random.PRNGKey(3), games))
+
+    @jax.jit
+    def play(state, key):
+        def body(carry, key):
+            state, total, alive = carry
+            ka, ks = jax.random.split(key)
+            action = jax.vmap(random_agent)(jax.random.split(ka, games), state)
+            out, nxt = model.sampled_fn(None, ks, action, state)
+            white = jnp.where(state.current_player == 0, 1.0, -1.0)
+            total += jnp.where(alive, white * out.reward, 0.0)
+            alive &= out.discount != 0
+            return (nxt, total, alive), None
+        carry = (state, jnp.zeros(games), jnp.ones(games, bool))
+        return jax.lax.scan(body, carry, jax.random.split(key, 400))[0]
+
+    final, total, alive = play(start, jax.random.PRNGKey(4))
+    ended = np.asarray(~alive)
+    assert ended.sum() >= games // 2  # most random games end within 400 decisions
+    white = jnp.zeros(games, jnp.int32)
+    lead = np.asarray(S.score_margin(final, white) - S.score_margin(start, white)) / scale
+    assert np.allclose(np.asarray(total)[ended], lead[ended], atol=1e-5)
+    assert np.abs(lead[ended]).max() > 0.5  # the games did score
+    assert np.allclose(S.baseline(final, white, "points", scale),
+                       S.score_margin(final, white) / scale)
+    assert (np.asarray(S.baseline(final, white, "margin", scale)) == 0).all()

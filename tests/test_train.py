@@ -226,3 +226,27 @@ def test_data_parallel_over_four_devices(four_devices):
     assert got["devices"] == 4 and got["games_devices"] == 4 and got["games_shard"] == 1
     assert got["buffer_shard"] == 16 and got["params_devices"] == 4
     assert got["ready"] > 0 and got["loss"] == got["loss"]  # trained on finished games
+
+
+def test_replay_targets_are_the_final_utility_minus_the_baseline():
+    import jax.numpy as jnp
+    import numpy as np
+    from trictrac_jax import replay as R
+    buffer = R.empty(capacity=8, games=2)
+    T_, G = 2, 2
+    zeros = jax.tree.map(lambda x: jnp.zeros((T_, G, *x.shape[1:]), x.dtype), buffer.steps)
+    steps = zeros.replace(
+        mover=jnp.array([[0, 1], [1, 0]], jnp.int32), after_player=jnp.ones((T_, G), jnp.int32),
+        base=jnp.array([[0.25, -0.5], [0.1, 0.0]]), after_base=jnp.full((T_, G), 0.2),
+        game=jnp.array([[0, 1], [0, 1]], jnp.int32), after_valid=jnp.ones((T_, G), bool))
+    done = jnp.array([[False, False], [True, True]])
+    utility = jnp.array([[[0, 0], [0, 0]], [[0.5, -0.5], [-1.5, 1.5]]], jnp.float32)
+    buffer = R.add(buffer, steps, done, utility)
+    sampled, z, z_after = R.sample(buffer, jax.random.PRNGKey(0), (64,))
+    final = np.array([[0.5, -0.5], [-1.5, 1.5]])  # [game, colour]
+    game, mover = np.asarray(sampled.game), np.asarray(sampled.mover)
+    expected = np.clip(final[game, mover] - np.asarray(sampled.base), -1, 1)
+    assert np.allclose(z, expected)
+    assert np.allclose(z_after, np.clip(final[game, 1] - 0.2, -1, 1))
+    assert {(round(float(a), 4), int(g)) for a, g in zip(z, game)} == \
+        {(0.25, 0), (-0.6, 0), (1.0, 1), (-1.0, 1)}  # every decision, clipped at +-1

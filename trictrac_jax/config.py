@@ -72,8 +72,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "steps_per_iteration": Key(64, int, _at_least(1)),  # decisions per game per iteration
         # outcome: +1/-1 of won games (0 if truncated); margin: the final score margin
         # (12 * holes + points) from the mover's view, divided by margin_scale, clipped to
-        # [-1, 1] (also the utility of terminal nodes in the search).
-        "value_target": Key("outcome", str, _one_of("outcome", "margin")),
+        # [-1, 1] (also the utility of terminal nodes in the search); points: the margin
+        # still to come from each state (every move's and roll's points difference is a
+        # reward, undiscounted), / margin_scale, clipped to [-1, 1].
+        "value_target": Key("outcome", str, _one_of("outcome", "margin", "points")),
         "margin_scale": Key(144.0, float, _at_least(1e-6)),
     },
     "replay": {

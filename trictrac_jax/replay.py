@@ -23,8 +23,10 @@ class Steps:
     mask: jax.Array  # bool[..., 514], its legal actions
     policy: jax.Array  # float32[..., 514], the search policy
     mover: jax.Array  # int32[...], colour to move
+    base: jax.Array  # float32[...], the mover's baseline (`search.baseline`)
     after_obs: jax.Array  # float32[..., 217], the afterstate (view of the player to roll)
     after_player: jax.Array  # int32[...], colour to roll at the afterstate
+    after_base: jax.Array  # float32[...], that player's baseline at the afterstate
     after_valid: jax.Array  # bool[...], the afterstate is not terminal (has a value to learn)
     game: jax.Array  # int32[...], game slot
     episode: jax.Array  # int32[...], the slot's episode number
@@ -49,8 +51,9 @@ def table_rows(capacity: int, games: int) -> int:
 def empty(capacity: int, games: int) -> Replay:
     zeros = lambda *shape, dtype=jnp.float32: jnp.zeros((capacity, *shape), dtype)
     steps = Steps(obs=zeros(OBS_SIZE), mask=zeros(NUM_ACTIONS, dtype=bool),
-                  policy=zeros(NUM_ACTIONS), mover=zeros(dtype=jnp.int32),
+                  policy=zeros(NUM_ACTIONS), mover=zeros(dtype=jnp.int32), base=zeros(),
                   after_obs=zeros(OBS_SIZE), after_player=zeros(dtype=jnp.int32),
+                  after_base=zeros(),
                   after_valid=zeros(dtype=bool), game=zeros(dtype=jnp.int32),
                   episode=zeros(dtype=jnp.int32))
     rows = table_rows(capacity, games)
@@ -94,10 +97,12 @@ def ready(replay: Replay):
 
 def sample(replay: Replay, key, shape):
     """Uniform sample of ready decisions: (Steps [*shape], value target [*shape], afterstate
-    value target [*shape]). Needs at least one ready decision."""
+    value target [*shape]), the targets being the final utility minus the baseline, clipped
+    to [-1, 1]. Needs at least one ready decision."""
     weights = ready(replay).astype(jnp.float32)
     idx = jax.random.choice(key, weights.shape[0], shape, p=weights / weights.sum())
     steps = jax.tree.map(lambda x: x[idx], replay.steps)
     _, z = targets(replay, steps.game, steps.episode, steps.mover)
     _, z_after = targets(replay, steps.game, steps.episode, steps.after_player)
-    return steps, z, z_after
+    clip = lambda x: jnp.clip(x, -1.0, 1.0)
+    return steps, clip(z - steps.base), clip(z_after - steps.after_base)

@@ -8,8 +8,11 @@ Embeddings in the tree are engine `State`s. Two searches (config `search.algorit
 * `gumbel`: `mctx.gumbel_muzero_policy`; one recurrent step is `step_deterministic` followed
   by `chance_step` with dice sampled from the simulation's key.
 
-Values are the expected utility for the player to move at the node. mctx backs up
-`value(parent) = reward + discount * value(child)`, so the discount carries the sign:
+Values are the expected utility for the player to move at the node, minus the part of it
+already known there (`baseline`: 0, or the current score margin for the `points` target, in
+which case every transition's reward is the margin it adds: the points of a move and a
+roll). mctx backs up `value(parent) = reward + discount * value(child)`, so the discount
+carries the sign:
 -1 when the player to move changes, +1 when the same player moves again (after Go, or after
 bearing off his last checker), 0 once the game is over. Illegal actions are masked at every
 node: their prior logit is `MASKED_LOGIT` and, in the PUCT search, their score too.
@@ -43,6 +46,7 @@ class Afterstate:
 
     state: State
     mover: jax.Array  # int32
+    base: jax.Array  # float32, the mover's baseline at the decision
 
 
 def total_score(state: State):
@@ -50,17 +54,34 @@ def total_score(state: State):
     return 12 * state._holes + state._points
 
 
+def score_margin(state: State, player):
+    """float32[...]: `player`'s lead in 12 * holes + points."""
+    score = total_score(state).astype(jnp.float32)
+    own = jnp.take_along_axis(score, player[..., None], -1)[..., 0]
+    return 2 * own - score.sum(-1)
+
+
 def utility(state: State, rewards, player, value_target: str, margin_scale: float):
     """float32[...]: `player`'s utility of a game that has just ended in `state`, `rewards`
     being the rewards (by colour) of the transitions that ended it.
 
     outcome: +1 won / -1 lost / 0 truncated; margin: the score margin / margin_scale,
-    clipped to [-1, 1]."""
+    clipped to [-1, 1]; points: the same, not clipped (values are learnt relative to the
+    `baseline`, and clipped there)."""
     if value_target == "outcome":
         return jnp.take_along_axis(rewards, player[..., None], -1)[..., 0]
-    score = total_score(state).astype(jnp.float32)
-    own = jnp.take_along_axis(score, player[..., None], -1)[..., 0]
-    return jnp.clip((2 * own - score.sum(-1)) / margin_scale, -1.0, 1.0)
+    margin = score_margin(state, player) / margin_scale
+    return margin if value_target == "points" else jnp.clip(margin, -1.0, 1.0)
+
+
+def baseline(state: State, player, value_target: str, margin_scale: float):
+    """float32[...]: the part of `player`'s utility already known at `state`, which values
+    leave out: the current score margin / margin_scale for `points`, else 0. The value
+    target of a state is then the margin still to come (the sum of the points differences
+    of the rolls and moves ahead)."""
+    if value_target == "points":
+        return score_margin(state, player) / margin_scale
+    return jnp.zeros(jnp.shape(player), jnp.float32)
 
 
 def _done(state: State):
@@ -75,6 +96,8 @@ class Model:
         self.env, self.net = env, net
         self.utility = functools.partial(utility, value_target=value_target,
                                          margin_scale=margin_scale)
+        self.baseline = functools.partial(baseline, value_target=value_target,
+                                          margin_scale=margin_scale)
 
     def evaluate(self, params, states: State):
         """Masked logits [B, 514] and value [B] (the view of each state's player to move)."""
@@ -84,14 +107,16 @@ class Model:
         logits, value = self.evaluate(params, states)
         return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
 
-    def outcome(self, params, after: State, nxt: State, mover):
-        """RecurrentFnOutput of the transition decision -> `after` -> `nxt` for `mover`."""
+    def outcome(self, params, after: State, nxt: State, mover, base):
+        """RecurrentFnOutput of the transition decision -> `after` -> `nxt` for `mover`,
+        whose baseline at the decision was `base`."""
         logits, value = self.evaluate(params, nxt)
         ended_before, ended = _done(after), _done(nxt)
         # A game ended by the decision itself: chance_step is then a no-op with zero rewards,
         # so the decision's rewards are read from the afterstate.
         reward = jnp.where(ended_before, self.utility(after, after.rewards, mover),
-                           jnp.where(ended, self.utility(nxt, nxt.rewards, mover), 0.0))
+                           jnp.where(ended, self.utility(nxt, nxt.rewards, mover),
+                                     self.baseline(nxt, mover))) - base
         same = nxt.current_player == mover
         discount = jnp.where(ended, 0.0, jnp.where(same, 1.0, -1.0))
         return mctx.RecurrentFnOutput(reward=reward, discount=discount, prior_logits=logits,
@@ -102,9 +127,11 @@ class Model:
     def decision_fn(self, params, key, action, states: State):
         after = jax.vmap(self.env.step_deterministic)(states, action)
         mover = states.current_player
+        base = self.baseline(states, mover)
         _, value = self.evaluate(params, after)  # the afterstate's player-to-roll view
         value = jnp.where(after.current_player == mover, value, -value)
-        value = jnp.where(_done(after), self.utility(after, after.rewards, mover), value)
+        value += self.baseline(after, mover)  # baselines are antisymmetric, as utilities
+        value = jnp.where(_done(after), self.utility(after, after.rewards, mover), value) - base
         # mctx visits chance outcomes by argmax(prob / (visits + 1)): with 36 equal
         # probabilities that is index order (1-1, 1-2, ...) at every node. A jitter far
         # below the probabilities' scale randomises the order of ties only.
@@ -112,12 +139,12 @@ class Model:
         chance_logits = jnp.log(self.env.chance_probs) + jitter
         out = mctx.DecisionRecurrentFnOutput(chance_logits=chance_logits,
                                              afterstate_value=value)
-        return out, Afterstate(after, mover)
+        return out, Afterstate(after, mover, base)
 
     def chance_fn(self, params, key, outcome, afterstate: Afterstate):
         del key
         nxt = jax.vmap(self.env.chance_step)(afterstate.state, outcome)
-        o = self.outcome(params, afterstate.state, nxt, afterstate.mover)
+        o = self.outcome(params, afterstate.state, nxt, afterstate.mover, afterstate.base)
         out = mctx.ChanceRecurrentFnOutput(action_logits=o.prior_logits, value=o.value,
                                            reward=o.reward, discount=o.discount)
         return out, nxt
@@ -128,7 +155,8 @@ class Model:
         after = jax.vmap(self.env.step_deterministic)(states, action)
         outcome = jax.vmap(sample_outcome)(jax.random.split(key, action.shape[0]))
         nxt = jax.vmap(self.env.chance_step)(after, outcome)
-        return self.outcome(params, after, nxt, states.current_player), nxt
+        mover = states.current_player
+        return self.outcome(params, after, nxt, mover, self.baseline(states, mover)), nxt
 
 
 def _masked_puct_qtransform(tree, node_index):

@@ -36,9 +36,10 @@ def start(env: Trictrac, key, games: int) -> Actors:
     return Actors(states=states, episode=jnp.zeros(games, jnp.int32))
 
 
-def play(env: Trictrac, search, utility, params, key, actors: Actors, steps: int):
+def play(env: Trictrac, search, utility, baseline, params, key, actors: Actors, steps: int):
     """`steps` decisions in every game. `search(params, key, states) -> SearchOutput`;
-    `utility(state, rewards, player)` as `trictrac_jax.search.utility`.
+    `utility(state, rewards, player)` and `baseline(state, player)` as in
+    `trictrac_jax.search`.
     Returns (actors, Played [steps, G])."""
     games = actors.episode.shape[0]
     colours = jnp.arange(2, dtype=jnp.int32)
@@ -55,8 +56,9 @@ def play(env: Trictrac, search, utility, params, key, actors: Actors, steps: int
         final = jax.vmap(jax.vmap(utility, (None, None, 0)), (0, 0, None))(nxt, rewards,
                                                                            colours)
         record = Steps(obs=s.observation, mask=s.legal_action_mask, policy=out.policy,
-                       mover=s.current_player, after_obs=after.observation,
-                       after_player=after.current_player,
+                       mover=s.current_player, base=baseline(s, s.current_player),
+                       after_obs=after.observation, after_player=after.current_player,
+                       after_base=baseline(after, after.current_player),
                        after_valid=~(after.terminated | after.truncated),
                        game=jnp.arange(games, dtype=jnp.int32), episode=actors.episode)
         fresh = jax.vmap(env.init)(jax.random.split(k_new, games))  # a lookup, no roll

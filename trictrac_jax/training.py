@@ -94,8 +94,6 @@ class Trainer:
         self.env = Trictrac(max_steps=config["env"]["max_steps"])
         self.net = N.make_network(config)
         sp, tc = config["selfplay"], config["training"]
-        self.utility = functools.partial(S.utility, value_target=sp["value_target"],
-                                         margin_scale=sp["margin_scale"])
         self.model = S.Model(self.env, self.net, sp["value_target"], sp["margin_scale"])
         self.search = S.make_search(self.model, config["search"], explore=True)
         self.optimizer = make_optimizer(tc, tc["iterations"] * tc["updates_per_iteration"])
@@ -161,8 +159,8 @@ class Trainer:
 
     def _selfplay(self, params, actors, buffer: R.Replay, key):
         steps = self.config["selfplay"]["steps_per_iteration"]
-        actors, played = selfplay.play(self.env, self.search, self.utility, params, key,
-                                       actors, steps)
+        actors, played = selfplay.play(self.env, self.search, self.model.utility,
+                                       self.model.baseline, params, key, actors, steps)
         buffer = R.add(buffer, played.steps, played.done, played.utility)
         finished = jnp.sum(played.done)
         stats = {
