@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 from trictrac_jax import board as B
@@ -194,12 +195,17 @@ def candidates(board, dice) -> Candidates:
         boards, die_a, B.ahead(boards, die_a), forbid, guard_corner=False))
     moved_from = jnp.broadcast_to(first_field, (2, NUM_FIRST))
     moved_to = jnp.where(ok0, to0, 0)
+    landing0 = B.ahead(boards, die_b)  # [2, 24]
+    # Small per-pass and per-slot arrays, computed once: without the barrier XLA would
+    # recompute them inside the [2, 15, 24] loops that broadcast them.
+    moved_from, moved_to, landing0, forbid = jax.lax.optimization_barrier(
+        (moved_from, moved_to, landing0, forbid))
     after1 = B.apply_move(board[None, None], moved_from, moved_to)
     # Checkers where each second move lands, after the first move: the board's, corrected
     # by the first move (cheaper than shifting each of the 30 boards after a first move).
     land = (B.FIELDS + die_b[:, None])[:, None, :]  # [2, 1, 24]
     moved = (moved_from > 0)[..., None]
-    landing1 = (B.ahead(boards, die_b)[:, None, :] - (moved & (land == moved_from[..., None]))
+    landing1 = (landing0[:, None, :] - (moved & (land == moved_from[..., None]))
                 + (moved & (land == moved_to[..., None])))  # [2, 15, 24]
     ok1, to1, exc1 = _single_moves(after1, jnp.broadcast_to(die_b[:, None], (2, NUM_FIRST)),
                                    landing1, jnp.broadcast_to(forbid, (2, NUM_FIRST)),
@@ -214,6 +220,7 @@ def candidates(board, dice) -> Candidates:
         _to_flat(first(first_field[None, :]), puis_pair[0]), _to_flat(first(to0), puis_pair[1]),
         _to_flat(second(jnp.broadcast_to(B.FIELDS, (2, NUM_FIRST, 24)), 0), puis_pair[2]),
         _to_flat(second(to1, 0), puis_pair[3])])
+    pair = jax.lax.optimization_barrier(pair)  # read by many loops below: computed once
     f0, t0, f1, t1 = pair
     double_exit = (t0 == 0) & (t1 == 0) & (f0 != 0) & (f1 != 0)
     swapped = double_exit & (f1 < f0)
