@@ -313,33 +313,30 @@ def to_string_id(state: State) -> str:
     return _string_id(f["_board"], f["current_player"], f["_turn_stage"], f["_dice"], *players)
 
 
+def _count_ones(bits: str, idx: int) -> tuple[int, int]:
+    """The run of 1s at `idx` (a field's checkers) and the index after its closing 0."""
+    end = idx
+    while end < len(bits) and bits[end] == "1":
+        end += 1
+    return end - idx, end + (end < len(bits) and bits[end] == "0")
+
+
 def _board_from_bits(bits: str) -> list[int]:
-    """`Board::from_gnupg_pos_id`."""
+    """`Board::from_gnupg_pos_id`: White's fields 1..24, then Black's from 24 down."""
     positions = [0] * NUM_FIELDS
-    idx, n = 0, len(bits)
+    idx = 0
     for i in range(NUM_FIELDS):
-        if idx >= n:
+        if idx >= len(bits):
             break
-        count = 0
-        while idx < n and bits[idx] == "1":
-            count += 1
-            idx += 1
-        positions[i] = count
-        if idx < n and bits[idx] == "0":
-            idx += 1
+        positions[i], idx = _count_ones(bits, idx)
     for i in reversed(range(NUM_FIELDS)):
-        if idx >= n:
+        if idx >= len(bits):
             break
-        count = 0
-        while idx < n and bits[idx] == "1":
-            count += 1
-            idx += 1
+        count, idx = _count_ones(bits, idx)
         if positions[i] == 0:
             positions[i] = -count
         elif count > 0:
             raise ValueError(f"invalid string id: checkers of both colours on field {i + 1}")
-        if idx < n and bits[idx] == "0":
-            idx += 1
     return positions
 
 
