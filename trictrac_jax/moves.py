@@ -54,16 +54,21 @@ def other_pass(x):
     return x.reshape(NUM_PASSES, PASS_SIZE)[::-1].reshape(x.shape)
 
 
+def _exit_rows(first_field):
+    """bool[15, 6]: first-move slot i moves from field 19 + a."""
+    return first_field[:, None] == jnp.arange(19, 25, dtype=first_field.dtype)
+
+
 def _exit_block(grid, first_field):
     """[2, 15, 25] -> [2, 6, 6]: grid[p, slot of field 19 + a, second field 19 + b]
     (False where field 19 + a is no first-move slot)."""
-    rows = first_field[:, None] == jnp.arange(19, 25, dtype=first_field.dtype)  # [15, 6]
+    rows = _exit_rows(first_field)
     return jnp.any(rows[None, :, :, None] & grid[:, :, None, BEAR_OFF_FROM:EMPTY_SLOT], axis=1)
 
 
 def _from_exit_block(block, first_field):
     """Inverse of `_exit_block`: [2, 6, 6] -> [2, 15, 25], False outside the block."""
-    rows = first_field[:, None] == jnp.arange(19, 25, dtype=first_field.dtype)  # [15, 6]
+    rows = _exit_rows(first_field)
     inner = jnp.any(rows[None, :, :, None] & block[:, None], axis=2)  # [2, 15, 6]
     return jnp.pad(inner, ((0, 0), (0, 0), (BEAR_OFF_FROM, NUM_SLOTS - EMPTY_SLOT)))
 
@@ -243,6 +248,7 @@ def candidates(board, dice) -> Candidates:
         twin_same=(other_pass(t0) == t0) & (other_pass(t1) == t1),
         double_exit=double_exit, swapped=swapped,
         first_field=first_field)
+
 
 def _fills(board, after1, landing1, ok1, to1, puis_pair):
     """bool[N]: a quarter is filled after the candidate's pair.
