@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac
+from trictrac_jax.scoring import total_score
 
 _ENV = Trictrac(max_steps=None)  # lookahead only: never truncates
 WIN_BONUS = 1000.0  # a won game outweighs any score difference
@@ -39,7 +40,7 @@ def score_lead(state, rewards, player):
     result in `rewards` (by colour)."""
     roller = state.current_player
     pending = jnp.where(jnp.arange(2) == roller, 0, state._dice_points[1])
-    score = (12 * state._holes + state._points + pending).astype(jnp.float32)
+    score = (total_score(state) + pending).astype(jnp.float32)
     score += WIN_BONUS * rewards
     return score[player] - score[1 - player]
 

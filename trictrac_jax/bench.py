@@ -499,7 +499,7 @@ def split_and_cost_sections(names, batch, mid_steps, min_seconds):
     costs = [cost_row(TRICTRAC, calls[STEP_ROW][0], batch, seconds[STEP_ROW])]
     if BACKGAMMON in calls:
         costs.append(cost_row(BACKGAMMON, calls[BACKGAMMON][0], batch, seconds[BACKGAMMON]))
-    split = [(name, seconds[name]) for name in components(env)]
+    split = [(name, seconds[name]) for name in calls if name != BACKGAMMON]
     return [split_section(split, batch, mid_steps), cost_section(costs, batch)]
 
 

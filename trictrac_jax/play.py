@@ -28,9 +28,9 @@ from trictrac_jax import board as B
 from trictrac_jax import moves as M
 from trictrac_jax import render
 from trictrac_jax import scoring as S
-from trictrac_jax.env import Trictrac, new_game, sample_outcome
+from trictrac_jax.env import CHANCE_DICE, Trictrac, new_game, sample_outcome
 from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO, State
-from trictrac_jax.verify import jans_dict
+from trictrac_jax.verify import jans_dict, roll_details
 
 GO = 1
 COLOURS = {"white": 0, "black": 1}
@@ -95,12 +95,7 @@ def kernels() -> Kernels:
 def _roll(env: Trictrac, state: State, outcome) -> Roll:
     """Score the dice of chance outcome `outcome` for the player to roll, as the engine does
     on his view before the roll is applied (as verify.py), then apply it."""
-    dice = jnp.stack(jnp.divmod(jnp.asarray(outcome, jnp.int32), 6)) + 1
-    roller = state.current_player
-    view = B.view_board(state._board, roller)
-    lists = M.move_lists(view, dice)
-    jans = S.roll_jans(view, dice, state._dice_roll_count[roller] + 1, lists)
-    listed = jnp.moveaxis(lists.candidates.listed, 0, -1)  # [N, 4]
+    jans, listed = roll_details(state, CHANCE_DICE[outcome])
     return Roll(jans, listed, env.chance_step(state, outcome))
 
 

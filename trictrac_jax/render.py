@@ -21,12 +21,11 @@ import jax
 import numpy as np
 
 from trictrac_jax.env import WINNING_HOLES
-from trictrac_jax.state import STAGE_ENDED, TS_HOLD_OR_GO, State
+from trictrac_jax.state import NUM_CHECKERS, STAGE_ENDED, TS_HOLD_OR_GO, State
 
 COLOUR_NAMES = ("White", "Black")
 TEXT_SYMBOLS = ("O", "X")  # as the reference engine's board display
 POINTS_PER_HOLE = 12
-CHECKERS_PER_SIDE = 15
 
 
 class Position(NamedTuple):
@@ -151,7 +150,7 @@ def _text_score(pos: Position, colour: int) -> str:
     track = "#" * min(points, marks) + "." * (marks - min(points, marks))
     flag = "  bredouille" if pos.can_bredouille[colour] else ""
     turn = "  <" if pos.player == colour and pos.status in ("move", "hold_or_go", "roll") else ""
-    off = CHECKERS_PER_SIDE - _on_board(pos.board, colour)
+    off = NUM_CHECKERS - _on_board(pos.board, colour)
     return (f"  {COLOUR_NAMES[colour]} ({TEXT_SYMBOLS[colour]})  points {points:>2} [{track}]"
             f"  holes {holes:>2}/{WINNING_HOLES}  off {off:>2}{flag}{turn}")
 
@@ -405,7 +404,7 @@ def _score_block(pos: Position, colour: int, x: float, y: float) -> str:
     ink, muted = PALETTE["panel_ink"], PALETTE["muted"]
     to_act = pos.player == colour and pos.status in ("move", "hold_or_go", "roll")
     name = COLOUR_NAMES[colour] + ("  \u25c0" if to_act else "")
-    off = CHECKERS_PER_SIDE - _on_board(pos.board, colour)
+    off = NUM_CHECKERS - _on_board(pos.board, colour)
     out = [_checker(x + 12, y + 12, colour, 11), _text(x + 32, y + 18, name, 19, ink, bold=True),
            _text(x + 212, y + 18, f"off {off}", 13, muted, anchor="end")]
     points, holes = pos.points[colour], pos.holes[colour]

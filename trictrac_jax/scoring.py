@@ -205,6 +205,11 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     return RollJans(ways, points, hit_jan, hit_to, fill_ways, pairs, none)
 
 
+def total_score(state):
+    """int32[..., 2] by colour: 12 * holes + points of a `State` (the game's bookkeeping)."""
+    return 12 * state._holes + state._points
+
+
 def mark_points(points, holes, can_bredouille, scorer, n, opponent):
     """Mark `n` points for colour `scorer`; returns (points, holes, can_bredouille, new_hole).
 

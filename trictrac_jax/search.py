@@ -28,6 +28,7 @@ import mctx
 from flax import struct
 
 from trictrac_jax import network as N
+from trictrac_jax import scoring
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, sample_outcome
 from trictrac_jax.state import State
 
@@ -49,14 +50,9 @@ class Afterstate:
     base: jax.Array  # float32, the mover's baseline at the decision
 
 
-def total_score(state: State):
-    """int32[..., 2] by colour: 12 * holes + points (the game's own bookkeeping)."""
-    return 12 * state._holes + state._points
-
-
 def score_margin(state: State, player):
     """float32[...]: `player`'s lead in 12 * holes + points."""
-    score = total_score(state).astype(jnp.float32)
+    score = scoring.total_score(state).astype(jnp.float32)
     own = jnp.take_along_axis(score, player[..., None], -1)[..., 0]
     return 2 * own - score.sum(-1)
 

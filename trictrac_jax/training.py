@@ -218,6 +218,6 @@ def load_params(path, which: str = "best"):
     """(params, config) of a checkpoint: a run directory (its `which` = best or latest
     checkpoint) or one checkpoint's directory."""
     directory, step = C.resolve(path, which)
-    trainer = Trainer(saved_config(directory, step))
+    trainer = trainer_for(saved_config(directory, step))
     return C.restore_state(directory, step, trainer.abstract_state()).params, trainer.config
 

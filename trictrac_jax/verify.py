@@ -62,7 +62,7 @@ def read_jsonl(path: str):
                 yield json.loads(line)
 
 
-def _roll_details(state, dice):
+def roll_details(state, dice):
     """Jans of rolling `dice` in `state` (whose player is to roll), on his view."""
     view = B.view_board(state._board, state.current_player)
     lists = M.move_lists(view, dice)
@@ -72,7 +72,7 @@ def _roll_details(state, dice):
 
 def _make_kernels(env: Trictrac):
     def roll(state, dice):
-        jans, listed = _roll_details(state, dice)
+        jans, listed = roll_details(state, dice)
         rolled = env.chance_step(state.replace(is_chance=jnp.bool_(True)), dice_to_outcome(dice))
         return rolled, jans, listed
 
