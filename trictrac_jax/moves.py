@@ -5,12 +5,17 @@ The reference builds its list of legal move pairs by nested loops: for each die 
 each own field for the second move (or no second move), then checks each pair against the
 rules. We evaluate all of those loop iterations at once as a fixed array of *candidates*:
 
-    candidate (pass p, first slot i, second slot s)   p in {0, 1}, i in 0..14, s in 0..24
+    candidate (pass p, first slot i, second slot k)   p in {0, 1}, i in 0..14, k in 0..16
 
 where first slot i is the (i + 1)-th field holding own checkers (counted from field 1; at
-most 15 such fields), second slot s < 24 is field s + 1 and s = 24 is "no second move", plus
-one extra candidate per pass for taking the rest corner "par puissance". The flat candidate
-index follows the reference's loop order, so "first in the list" is a minimum over indices.
+most 15 such fields). A second move can only start from a field that holds own checkers
+after the first move: one of those same fields, or the first move's destination when it
+was empty. So second slot k < 15 is the field of first slot k, k = 15 (`CHAINED_SLOT`) is
+the first move's destination when it was empty, and k = 16 (`EMPTY_SLOT`) is "no second
+move"; 512 candidates instead of the 752 of a second slot per field. Each pass ends with
+one extra candidate for taking the rest corner "par puissance". `Candidates.order` is the
+position of each candidate in the reference's loop order: "first in the list" is a
+minimum over it.
 Per-candidate arrays are int8 (fields, counts and dice are small): narrow arrays are what
 makes this fast on CPU, where the cost is proportional to the elements touched.
 
@@ -35,11 +40,13 @@ import jax.numpy as jnp
 
 from trictrac_jax import board as B
 
-NUM_PASSES, NUM_FIRST, NUM_SLOTS = 2, 15, 25
-EMPTY_SLOT = 24
-BEAR_OFF_FROM = 18  # index of field 19: a checker bears off only from fields 19-24
+NUM_PASSES, NUM_FIRST = 2, 15
+CHAINED_SLOT, EMPTY_SLOT = NUM_FIRST, NUM_FIRST + 1  # second slots after the 15 own fields
+NUM_SLOTS = NUM_FIRST + 2
 PASS_SIZE = NUM_FIRST * NUM_SLOTS + 1  # + the puissance candidate of the pass
 NUM_CANDIDATES = NUM_PASSES * PASS_SIZE
+# The reference's loop runs over 24 second fields + "none" per first field, then puissance.
+REFERENCE_PASS_SIZE = NUM_FIRST * 25 + 1
 
 
 def _pick(onehot, values):
@@ -60,17 +67,20 @@ def _exit_rows(first_field):
 
 
 def _exit_block(grid, first_field):
-    """[2, 15, 25] -> [2, 6, 6]: grid[p, slot of field 19 + a, second field 19 + b]
-    (False where field 19 + a is no first-move slot)."""
-    rows = _exit_rows(first_field)
-    return jnp.any(rows[None, :, :, None] & grid[:, :, None, BEAR_OFF_FROM:EMPTY_SLOT], axis=1)
+    """[2, 15, 17] -> [2, 6, 6]: grid[p, slot of field 19 + a, slot of field 19 + b]
+    (False where a field is no slot). Two bear-offs both start from own fields of the
+    position, so from second slots < 15."""
+    rows = _exit_rows(first_field)  # [15, 6]
+    by_first = jnp.any(rows[None, :, :, None] & grid[:, :, None, :NUM_FIRST], axis=1)  # [2, 6, 15]
+    return jnp.any(by_first[..., None] & rows, axis=2)
 
 
 def _from_exit_block(block, first_field):
-    """Inverse of `_exit_block`: [2, 6, 6] -> [2, 15, 25], False outside the block."""
+    """Inverse of `_exit_block`: [2, 6, 6] -> [2, 15, 17], False outside the block."""
     rows = _exit_rows(first_field)
     inner = jnp.any(rows[None, :, :, None] & block[:, None], axis=2)  # [2, 15, 6]
-    return jnp.pad(inner, ((0, 0), (0, 0), (BEAR_OFF_FROM, NUM_SLOTS - EMPTY_SLOT)))
+    grid = jnp.any(inner[:, :, None, :] & rows, axis=-1)  # [2, 15, 15]
+    return jnp.pad(grid, ((0, 0), (0, 0), (0, NUM_SLOTS - NUM_FIRST)))
 
 
 class Candidates(NamedTuple):
@@ -94,23 +104,23 @@ class Candidates(NamedTuple):
     double_exit: jnp.ndarray  # bool: both moves bear off (listed lower field first)
     swapped: jnp.ndarray  # bool: listed != pair (a double exit listed in the other order)
     first_field: jnp.ndarray  # int8[..., 15]: field of each first-move slot
+    order: jnp.ndarray  # int16: position in the reference's loop (unique among valid ones)
 
 
-def _single_moves(board, die, landing, forbid, guard_corner):
-    """Each own field's move with `die`. Returns (ok, dest, exceeding), each [..., 24].
+def _single_moves(field, count, die, landing, forbid, guard_corner):
+    """The move of a checker from `field` with `die`. Returns (ok, dest, exceeding).
 
-    `board` int[..., 24]; `landing` int[..., 24]: the checkers on each field + `die`
-    (`B.ahead`); `die` and `forbid` broadcast to board.shape[:-1]. `guard_corner`
-    forbids leaving the own corner while it holds exactly 2 checkers (second move only: the
-    pair rules check the first move).
+    All arguments broadcast together: `count` own checkers on `field` (none: no move),
+    `landing` the checkers on field + `die`. `guard_corner` forbids leaving the own corner
+    while it holds exactly 2 checkers (second move only: the pair rules check the first).
     """
-    raw = B.FIELDS + die[..., None]
+    raw = field + die
     dest = jnp.where(raw >= 25, 0, raw)
     exceeding = raw > 25
-    ok = (board > 0) & ~((dest == 0) & forbid[..., None])
+    ok = (count > 0) & ~((dest == 0) & forbid)
     ok &= landing >= 0  # an opponent checker blocks the field
     if guard_corner:
-        ok &= ~((B.FIELDS == B.OWN_CORNER) & (board == 2))
+        ok &= ~((field == B.OWN_CORNER) & (count == 2))
     return ok, dest, exceeding
 
 
@@ -166,14 +176,14 @@ def _puissance_pair(board, dice):
 
 
 def _to_flat(per_slot, per_pass):
-    """[2, 24, 25] per (pass, first field, slot) + [2] per pass -> [N] in candidate order."""
+    """[2, 15, 17] per (pass, first slot, second slot) + [2] per pass -> [N]."""
     per_pass = jnp.broadcast_to(per_pass, (2,)).astype(per_slot.dtype)
     body = per_slot.reshape(2, NUM_FIRST * NUM_SLOTS)
     return jnp.concatenate([body, per_pass[:, None]], axis=-1).reshape(NUM_CANDIDATES)
 
 
 def _to_slots(flat):
-    """Inverse of `_to_flat`: [N] -> ([2, 24, 25], [2])."""
+    """Inverse of `_to_flat`: [N] -> ([2, 15, 17], [2])."""
     per_pass = flat.reshape(2, PASS_SIZE)
     return per_pass[:, :-1].reshape(2, NUM_FIRST, NUM_SLOTS), per_pass[:, -1]
 
@@ -189,47 +199,63 @@ def candidates(board, dice) -> Candidates:
     die_b = jnp.stack([d_min, d_max])
     forbid = B.forbid_exits(board, dice)
 
-    # First moves [2, 15] from each own field (slot k: the k-th own field from field 1),
-    # second moves [2, 15, 24] from each field after each first move.
+    # First moves [2, 15] from each own field (slot k: the k-th own field from field 1).
     occupied = board > 0
     slot_of = (jnp.cumsum(occupied) - 1).astype(jnp.int8)
     in_slot = occupied & (slot_of == jnp.arange(NUM_FIRST, dtype=jnp.int8)[:, None])  # [15, 24]
     first_field = _pick(in_slot, B.FIELDS)  # [15], 0 for unused slots
+    first_count = _pick(in_slot, board)
     boards = jnp.broadcast_to(board, (2, 24))
-    ok0, to0, exc0 = (_pick(in_slot, x[:, None, :]) for x in _single_moves(
-        boards, die_a, B.ahead(boards, die_a), forbid, guard_corner=False))
+    at_slots = lambda per_field: _pick(in_slot, per_field[:, None, :])  # [2, 24] -> [2, 15]
+    landing_a = at_slots(B.ahead(boards, die_a))
+    ok0, to0, exc0 = _single_moves(first_field, first_count, die_a[:, None], landing_a, forbid,
+                                   guard_corner=False)
     moved_from = jnp.broadcast_to(first_field, (2, NUM_FIRST))
     moved_to = jnp.where(ok0, to0, 0)
+    # The destination is a second slot of its own when it was empty.
+    new_field = (moved_to > 0) & (landing_a == 0)
     landing0 = B.ahead(boards, die_b)  # [2, 24]
     # Small per-pass and per-slot arrays, computed once: without the barrier XLA would
-    # recompute them inside the [2, 15, 24] loops that broadcast them.
-    moved_from, moved_to, landing0, forbid = jax.lax.optimization_barrier(
-        (moved_from, moved_to, landing0, forbid))
-    after1 = B.apply_move(board[None, None], moved_from, moved_to)
-    # Checkers where each second move lands, after the first move: the board's, corrected
-    # by the first move (cheaper than shifting each of the 30 boards after a first move).
-    land = (B.FIELDS + die_b[:, None])[:, None, :]  # [2, 1, 24]
+    # recompute them inside the [2, 15, 17] loops that broadcast them.
+    moved_from, moved_to, new_field, landing0, forbid = jax.lax.optimization_barrier(
+        (moved_from, moved_to, new_field, landing0, forbid))
+    after1 = B.apply_move(board[None, None], moved_from, moved_to)  # [2, 15, 24]
+
+    # Second moves [2, 15, 16] from each second slot after each first move: the field, its
+    # checkers and those where it lands, from the board's corrected by the first move
+    # (cheaper than reading them off the 30 boards after a first move).
+    shape = (2, NUM_FIRST, NUM_SLOTS - 1)
     moved = (moved_from > 0)[..., None]
-    landing1 = (landing0[:, None, :] - (moved & (land == moved_from[..., None]))
-                + (moved & (land == moved_to[..., None])))  # [2, 15, 24]
-    ok1, to1, exc1 = _single_moves(after1, jnp.broadcast_to(die_b[:, None], (2, NUM_FIRST)),
-                                   landing1, jnp.broadcast_to(forbid, (2, NUM_FIRST)),
+    arrived = moved & (first_field == moved_to[..., None]) & (first_field > 0)  # [2, 15, 15]
+    from1 = jnp.concatenate([jnp.broadcast_to(first_field, shape[:2] + (NUM_FIRST,)),
+                             jnp.where(new_field, moved_to, 0)[..., None]], -1)
+    count1 = jnp.concatenate([first_count - (moved & jnp.eye(NUM_FIRST, dtype=bool)) + arrived,
+                              new_field[..., None]], -1).astype(jnp.int8)
+    land_before = jnp.concatenate([
+        jnp.broadcast_to(at_slots(landing0)[:, None, :], shape[:2] + (NUM_FIRST,)),
+        _pick(moved_to[..., None] == B.FIELDS, landing0[:, None])[..., None]], -1)
+    land = from1 + die_b[:, None, None]
+    landing1 = (land_before - (moved & (land == moved_from[..., None]))
+                + (moved & (land == moved_to[..., None])))
+    ok1, to1, exc1 = _single_moves(from1, count1, die_b[:, None, None], landing1, forbid,
                                    guard_corner=True)
 
     shape = (2, NUM_FIRST, NUM_SLOTS)
     first = lambda x: jnp.broadcast_to(x[:, :, None], shape)
-    pad = jnp.zeros((2, NUM_FIRST, 1), bool)
     second = lambda x, empty: jnp.concatenate([x, jnp.full((2, NUM_FIRST, 1), empty, x.dtype)], -1)
     puis_pair, puis_ok = _puissance_pair(board, dice)
     pair = jnp.stack([
         _to_flat(first(first_field[None, :]), puis_pair[0]), _to_flat(first(to0), puis_pair[1]),
-        _to_flat(second(jnp.broadcast_to(B.FIELDS, (2, NUM_FIRST, 24)), 0), puis_pair[2]),
-        _to_flat(second(to1, 0), puis_pair[3])])
+        _to_flat(second(from1, 0), puis_pair[2]), _to_flat(second(to1, 0), puis_pair[3])])
     pair = jax.lax.optimization_barrier(pair)  # read by many loops below: computed once
     f0, t0, f1, t1 = pair
     double_exit = (t0 == 0) & (t1 == 0) & (f0 != 0) & (f1 != 0)
     swapped = double_exit & (f1 < f0)
     listed = jnp.where(swapped, jnp.stack([f1, t1, f0, t0]), pair)
+    reference = jnp.arange(2, dtype=jnp.int16)[:, None, None] * REFERENCE_PASS_SIZE + \
+        jnp.arange(NUM_FIRST, dtype=jnp.int16)[:, None] * 25
+    order = _to_flat(reference + second(from1.astype(jnp.int16) - 1, 24),
+                     jnp.arange(2, dtype=jnp.int16) * REFERENCE_PASS_SIZE + REFERENCE_PASS_SIZE - 1)
 
     far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
     single_first = _to_flat(first(_pick(in_slot, board == 1)[None, :]),
@@ -239,18 +265,20 @@ def candidates(board, dice) -> Candidates:
         pair=pair, listed=listed,
         first_ok=_to_flat(first(ok0), puis_ok),
         second_ok=_to_flat(second(ok1, True), puis_ok),
-        exceeding=_to_flat(first(exc0) | jnp.concatenate([exc1, pad], -1), False),
+        exceeding=_to_flat(first(exc0) | second(exc1, False), False),
         has_exit=((t0 == 0) & (f0 != 0)) | ((t1 == 0) & (f1 != 0)),
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
-        is_full=_to_flat(second(jnp.ones((2, NUM_FIRST, 24), bool), False), True),
+        is_full=_to_flat(second(jnp.ones(ok1.shape, bool), False), True),
         rules_ok=_pair_rules(board, dice, pair),
-        fills=_fills(board, after1, landing1, ok1, to1, puis_pair),
+        fills=_fills(board, after1, from1, count1, landing1, ok1, to1, puis_pair),
+        # (the chained slots of the two passes start from the same field only for doubles,
+        # where t0 is the same too)
         twin_same=(other_pass(t0) == t0) & (other_pass(t1) == t1),
         double_exit=double_exit, swapped=swapped,
-        first_field=first_field)
+        first_field=first_field, order=order)
 
 
-def _fills(board, after1, landing1, ok1, to1, puis_pair):
+def _fills(board, after1, from1, count1, landing1, ok1, to1, puis_pair):
     """bool[N]: a quarter is filled after the candidate's pair.
 
     Counted per quarter as fields holding fewer than 2 checkers after the first move; the
@@ -259,9 +287,9 @@ def _fills(board, after1, landing1, ok1, to1, puis_pair):
     """
     short = jnp.sum(B.quarters(after1) < 2, axis=-1)  # [2, 15, 4]
     quarter = lambda f: (f[..., None] - 1) // 6 == jnp.arange(4)  # [..., 4]
-    leaves = (after1 == 2)[..., None] & quarter(jnp.broadcast_to(B.FIELDS, after1.shape))
+    leaves = (count1 == 2)[..., None] & quarter(from1)
     arrives = ((landing1 == 1) & (to1 > 0))[..., None] & quarter(to1)
-    after2 = short[:, :, None, :] + leaves - arrives  # [2, 15, 24, 4]
+    after2 = short[:, :, None, :] + leaves - arrives  # [2, 15, 16, 4]
     full = jnp.any(after2 == 0, axis=-1) & ok1
     alone = jnp.any(short == 0, axis=-1)[..., None]
     puissance_board = B.apply_move(B.apply_move(board, puis_pair[0], puis_pair[1]),

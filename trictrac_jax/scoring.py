@@ -98,7 +98,8 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     seqs = M.first_listed(lists.filling, c)
     n, dest = _missing_for_quarter(board)
     dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see moves.py)
-    index = jnp.arange(M.NUM_CANDIDATES, dtype=jnp.int16)
+    order = c.order  # the reference's list order: unique among `seqs`
+    no_order = jnp.int16(jnp.iinfo(jnp.int16).max)
     # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
     chained = listed[1] == listed[2]
     origin_a = jnp.where(seqs & (listed[1] == dest), listed[0], 0)
@@ -110,10 +111,10 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     # each distinct origin once (v0 == v1 repeats some), fields only
     distinct = (possible > 0) & ~jnp.any(jnp.tril(possible[:, None] == possible, -1), axis=-1)
     seen = ((origin_a[:, None] == possible) | (origin_b[:, None] == possible)) & distinct
-    first_seen = jnp.min(jnp.where(seen, index[:, None], jnp.int16(M.NUM_CANDIDATES)), axis=0)
+    first_seen = jnp.min(jnp.where(seen, order[:, None], no_order), axis=0)
     # each origin counts once, on the first sequence that brings a checker from it
-    one_missing = jnp.sum(first_seen == index[:, None], axis=-1, dtype=jnp.int32)
-    last = index == jnp.max(jnp.where(seqs, index, jnp.int16(-1)))
+    one_missing = jnp.sum((first_seen == order[:, None]) & seqs[:, None], axis=-1, dtype=jnp.int32)
+    last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1))))
     ways = jnp.select([n == 0, n == 1, n == 2], [last, one_missing, seqs], jnp.zeros_like(seqs))
     return ways.astype(jnp.int32)
 
@@ -190,7 +191,9 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
         return jnp.any(legal & doable)
 
     none = ~jnp.any(legal)
-    first_seq = seq[:, jnp.argmax(legal)]
+    first = legal & (lists.candidates.order == jnp.min(jnp.where(legal, lists.candidates.order,
+                                                                 jnp.iinfo(jnp.int16).max)))
+    first_seq = jnp.sum(jnp.where(first, seq, 0), axis=-1, dtype=seq.dtype)
     ok = none | ~playable(v0) | ~playable(v1)
     pairs, present = put(HELPLESS_MAN, ok, tuple(jnp.where(none, 0, first_seq)))
 
