@@ -61,26 +61,11 @@ def other_pass(x):
     return x.reshape(NUM_PASSES, PASS_SIZE)[::-1].reshape(x.shape)
 
 
-def _exit_rows(first_field):
-    """bool[15, 6]: first-move slot i moves from field 19 + a."""
-    return first_field[:, None] == jnp.arange(19, 25, dtype=first_field.dtype)
-
-
-def _exit_block(grid, first_field):
-    """[2, 15, 17] -> [2, 6, 6]: grid[p, slot of field 19 + a, slot of field 19 + b]
-    (False where a field is no slot). Two bear-offs both start from own fields of the
-    position, so from second slots < 15."""
-    rows = _exit_rows(first_field)  # [15, 6]
-    by_first = jnp.any(rows[None, :, :, None] & grid[:, :, None, :NUM_FIRST], axis=1)  # [2, 6, 15]
-    return jnp.any(by_first[..., None] & rows, axis=2)
-
-
-def _from_exit_block(block, first_field):
-    """Inverse of `_exit_block`: [2, 6, 6] -> [2, 15, 17], False outside the block."""
-    rows = _exit_rows(first_field)
-    inner = jnp.any(rows[None, :, :, None] & block[:, None], axis=2)  # [2, 15, 6]
-    grid = jnp.any(inner[:, :, None, :] & rows, axis=-1)  # [2, 15, 15]
-    return jnp.pad(grid, ((0, 0), (0, 0), (0, NUM_SLOTS - NUM_FIRST)))
+def _transposed(grid):
+    """[2, 15, 17] -> [2, 15, 17]: the value of the candidate with first and second slots
+    swapped (False for second slots >= 15, which are no first slot)."""
+    inner = jnp.swapaxes(grid[:, :, :NUM_FIRST], 1, 2)
+    return jnp.pad(inner, ((0, 0), (0, 0), (0, NUM_SLOTS - NUM_FIRST)))
 
 
 class Candidates(NamedTuple):
@@ -332,20 +317,22 @@ def _same_listed(in_set, c: Candidates):
     Two candidates list the same pair when they move checkers from the same fields to the
     same fields: twins whose moves land on the same fields (doubles, bear-offs, the
     puissance pair), and two bear-offs whichever checker goes first, since those are
-    listed lower field first. Bear-offs from fields {A, B} (A < B) are thus listed by up to
-    four candidates, in the order (pass 0, A then B), (0, B then A), (1, A then B),
-    (1, B then A); they are handled in the [2, 6, 6] block of fields 19-24.
+    listed lower field first. Bear-offs from the fields of slots i < k are thus listed by
+    up to four candidates, in the order (pass 0, i then k), (0, k then i), (1, i then k),
+    (1, k then i): the candidate and its transpose (slots swapped) in both passes.
     """
     twin = c.twin_same & other_pass(in_set)
     in_second_pass = jnp.arange(NUM_CANDIDATES) >= PASS_SIZE
     same, earlier = in_set | twin, twin & in_second_pass
-    block = _exit_block(_to_slots(in_set & c.double_exit)[0], c.first_field)  # [2, a, b]
-    either = block | jnp.swapaxes(block, 1, 2)  # first from field a or from field b
-    lower_first = jnp.arange(6)[:, None] < jnp.arange(6)
-    block_same = jnp.broadcast_to(jnp.any(either, axis=0), block.shape)
-    block_earlier = jnp.stack([lower_first.T & block[0].T, either[0] | (lower_first.T & block[1].T)])
-    to_flat = lambda b: _to_flat(_from_exit_block(b, c.first_field), False) & c.double_exit
-    return same | to_flat(block_same), earlier | to_flat(block_earlier)
+    exits = _to_slots(in_set & c.double_exit)[0]
+    swapped = _transposed(exits)  # [2, 15, 17]: the transpose lists the same pair
+    either = exits | swapped
+    later_slot_first = jnp.arange(NUM_FIRST)[:, None] > jnp.arange(NUM_SLOTS)  # [15, 17]
+    exit_same = jnp.broadcast_to(either[0] | either[1], either.shape)
+    exit_earlier = jnp.stack([later_slot_first & swapped[0],
+                              either[0] | (later_slot_first & swapped[1])])
+    to_flat = lambda grid: _to_flat(grid, False) & c.double_exit
+    return same | to_flat(exit_same), earlier | to_flat(exit_earlier)
 
 
 def member(in_set, c: Candidates):
