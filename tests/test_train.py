@@ -207,6 +207,10 @@ def test_eval_and_plot_commands(run, capsys):
                           "4"]) == 0
     out = capsys.readouterr().out
     assert "vs random: win rate" in out and "in 4 games" in out
+    # a checkpoint opponent goes through the same evaluator (here the run against itself)
+    assert evaluate.main(["--checkpoint", str(run_dir), "--opponent", str(run_dir),
+                          "--games", "2"]) == 0
+    assert f"vs {run_dir}: win rate" in capsys.readouterr().out
     assert plot.main([str(run_dir), "--text"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| iter") and len(lines) == 2 + 3

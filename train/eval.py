@@ -20,9 +20,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 import jax  # noqa: E402
 
 from trictrac_jax import training as T  # noqa: E402
-from trictrac_jax.agents import BASELINES, checkpoint_agent, load_agent  # noqa: E402
 from trictrac_jax.checkpoint import CheckpointError  # noqa: E402
-from trictrac_jax.evaluation import play_match, summarise  # noqa: E402
+from trictrac_jax.evaluation import summarise  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -42,25 +41,11 @@ def parse_args(argv=None):
     return args
 
 
-def match_fn(trainer: T.Trainer, opponent: str, games: int, simulations: int):
-    """`(params, key) -> outcomes` of the checkpoint's network against `opponent`; games
-    are truncated after the run's env.max_steps decisions."""
-    if opponent.partition(":")[0] in BASELINES:
-        return trainer.evaluator(opponent, games, simulations)  # compiled once per run
-    other = load_agent(opponent, num_simulations=simulations)
-
-    @jax.jit
-    def match(params, key):
-        agent = checkpoint_agent(params, trainer.config, simulations)
-        return play_match(trainer.env, agent, other, key, games)
-    return match
-
-
 def main(argv=None):
     args = parse_args(argv)
     try:
         params, config = T.load_params(args.checkpoint)
-        match = match_fn(T.trainer_for(config), args.opponent, args.games, args.simulations)
+        match = T.trainer_for(config).evaluator(args.opponent, args.games, args.simulations)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

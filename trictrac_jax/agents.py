@@ -97,11 +97,9 @@ def checkpoint_agent(params, config: dict, num_simulations: int = 0):
     """The agent of trained `params` with their run `config` (see `load_agent`)."""
     from trictrac_jax import network as N
     from trictrac_jax import search as S
-    net = N.make_network(config)
+    model = S.model_from_config(config)
     if num_simulations == 0:
-        return lambda key, state: N.policy_action(net, params, state)
-    model = S.Model(Trictrac(max_steps=config["env"]["max_steps"]), net,
-                    config["selfplay"]["value_target"], config["selfplay"]["margin_scale"])
+        return lambda key, state: N.policy_action(model.net, params, state)
     search = S.make_search(model, {**config["search"], "num_simulations": num_simulations},
                            explore=False)
 

@@ -164,6 +164,13 @@ def _masked_puct_qtransform(tree, node_index):
                      N.MASKED_LOGIT, q)
 
 
+def model_from_config(config: dict) -> Model:
+    """A run's model: its env, network and value target."""
+    sp = config["selfplay"]
+    return Model(Trictrac(max_steps=config["env"]["max_steps"]), N.make_network(config),
+                 sp["value_target"], sp["margin_scale"])
+
+
 def make_search(model: Model, search_config: dict, explore: bool = True):
     """`search(params, key, states[B]) -> SearchOutput`.
 

@@ -23,7 +23,6 @@ from trictrac_jax import replay as R
 from trictrac_jax import search as S
 from trictrac_jax import selfplay
 from trictrac_jax.agents import checkpoint_agent, load_agent
-from trictrac_jax.env import Trictrac
 from trictrac_jax.evaluation import play_match
 
 
@@ -91,10 +90,9 @@ class Trainer:
 
     def __init__(self, config: dict):
         self.config = config
-        self.env = Trictrac(max_steps=config["env"]["max_steps"])
-        self.net = N.make_network(config)
-        sp, tc = config["selfplay"], config["training"]
-        self.model = S.Model(self.env, self.net, sp["value_target"], sp["margin_scale"])
+        self.model = S.model_from_config(config)
+        self.env, self.net = self.model.env, self.model.net
+        tc = config["training"]
         self.search = S.make_search(self.model, config["search"], explore=True)
         self.optimizer = make_optimizer(tc, tc["iterations"] * tc["updates_per_iteration"])
         self.mesh = make_mesh()
@@ -119,15 +117,16 @@ class Trainer:
 
     def evaluator(self, opponent: str, games: int, num_simulations: int):
         """Jitted `(params, key) -> int32[games]` outcomes of the network (greedy over its
-        policy, or its search with `num_simulations` > 0) against the baseline `opponent`
-        (compiled once per trainer)."""
+        policy, or its search with `num_simulations` > 0) against `opponent`, a
+        `load_agent` spec (a checkpoint opponent searches as much); compiled once per
+        trainer and spec."""
         spec = (opponent, games, num_simulations)
         if spec not in self._evaluators:
-            baseline = load_agent(opponent)
+            other = load_agent(opponent, num_simulations)
 
             def evaluate(params, key):
                 agent = checkpoint_agent(params, self.config, num_simulations)
-                return play_match(self.env, agent, baseline, key, games)
+                return play_match(self.env, agent, other, key, games)
             match = jax.jit(evaluate)
             self._evaluators[spec] = lambda params, key: match(
                 *jax.device_put((params, key), self.replicated))
