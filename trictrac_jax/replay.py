@@ -81,18 +81,15 @@ def add(replay: Replay, steps: Steps, done, utility) -> Replay:
         table_utility=replay.table_utility.at[slot, row].set(utility, mode="drop"))
 
 
-def targets(replay: Replay, game, episode, player):
-    """(known bool[...], utility float32[...]) of `player` in (slot `game`, `episode`)."""
+def outcome(replay: Replay, game, episode):
+    """(known bool[...], final utility float32[..., 2] by colour) of (slot `game`, `episode`)."""
     row = episode % replay.table_episode.shape[1]
-    known = replay.table_episode[game, row] == episode
-    value = jnp.take_along_axis(replay.table_utility[game, row], player[..., None], -1)[..., 0]
-    return known, value
+    return replay.table_episode[game, row] == episode, replay.table_utility[game, row]
 
 
 def ready(replay: Replay):
     """bool[C]: stored decisions whose game has ended (their value target is known)."""
-    s = replay.steps
-    return replay.filled & targets(replay, s.game, s.episode, s.mover)[0]
+    return replay.filled & outcome(replay, replay.steps.game, replay.steps.episode)[0]
 
 
 def sample(replay: Replay, key, shape):
@@ -102,7 +99,7 @@ def sample(replay: Replay, key, shape):
     weights = ready(replay).astype(jnp.float32)
     idx = jax.random.choice(key, weights.shape[0], shape, p=weights / weights.sum())
     steps = jax.tree.map(lambda x: x[idx], replay.steps)
-    _, z = targets(replay, steps.game, steps.episode, steps.mover)
-    _, z_after = targets(replay, steps.game, steps.episode, steps.after_player)
-    clip = lambda x: jnp.clip(x, -1.0, 1.0)
-    return steps, clip(z - steps.base), clip(z_after - steps.after_base)
+    utility = outcome(replay, steps.game, steps.episode)[1]
+    target = lambda player, base: jnp.clip(
+        jnp.take_along_axis(utility, player[..., None], -1)[..., 0] - base, -1.0, 1.0)
+    return steps, target(steps.mover, steps.base), target(steps.after_player, steps.after_base)
