@@ -177,3 +177,37 @@ def test_points_rewards_add_up_to_the_score_margin():
     assert np.allclose(S.baseline(final, white, "points", scale),
                        S.score_margin(final, white) / scale)
     assert (np.asarray(S.baseline(final, white, "margin", scale)) == 0).all()
+
+
+class ObsNet:
+    """Stands in for the network: logits and value fixed random functions of the observation."""
+
+    def __init__(self, key):
+        k1, k2 = jax.random.split(key)
+        self.w_logits = jax.random.normal(k1, (tt.OBS_SIZE, tt.NUM_ACTIONS))
+        self.w_value = jax.random.normal(k2, (tt.OBS_SIZE,))
+
+    def apply(self, variables, obs):
+        del variables
+        return obs @ self.w_logits, jnp.tanh(obs @ self.w_value)
+
+
+def test_lookahead_plays_the_best_afterstate_among_the_policy_top_k(cases):
+    net, top_k = ObsNet(jax.random.PRNGKey(3)), 6
+    model = S.Model(ENV, net, "outcome", 72.0)
+    actions = np.asarray(jax.jit(S.make_lookahead(model, top_k))(None, jax.random.PRNGKey(4),
+                                                                  cases))
+    for b in range(len(actions)):
+        state = take(cases, b)
+        mask = np.asarray(state.legal_action_mask)
+        logits = np.where(mask, np.asarray(net.apply(None, state.observation)[0]), -np.inf)
+        top = [a for a in np.argsort(-logits, kind="stable")[:top_k] if mask[a]]
+
+        def value(action):  # the mover's value of the afterstate, computed move by move
+            after = ENV.step_deterministic(state, action)
+            if bool(after.terminated):
+                return float(after.rewards[state.current_player])
+            v = float(net.apply(None, after.observation)[1])
+            return v if int(after.current_player) == int(state.current_player) else -v
+        assert actions[b] in top
+        assert value(actions[b]) == pytest.approx(max(value(a) for a in top), abs=1e-5)

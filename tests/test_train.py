@@ -93,6 +93,7 @@ def four_devices(tmp_path_factory):
     ("search.algorithm=alphabeta", "search.algorithm"),
     ("evaluation.opponents=[random, nobody]", "evaluation.opponents"),
     ("evaluation.games=7", "evaluation.games"),
+    ("evaluation.lookahead=515", "evaluation.lookahead"),
     ("replay.capacity=100", "replay.capacity"),  # less than one iteration of self-play
     ("logging.tensorboard=maybe", "logging.tensorboard"),
 ])
@@ -104,6 +105,11 @@ def test_bad_config_is_reported_by_key(override, key, tmp_path, capsys):
     assert az.main(["--config", str(config), "--set", override]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {key}:") and "Traceback" not in err
+
+
+def test_one_evaluation_search_at_a_time():
+    with pytest.raises(ConfigError, match="^evaluation.lookahead:"):
+        load_config(None, ["evaluation.num_simulations=8", "evaluation.lookahead=8"])
 
 
 def test_config_file_and_overrides(tmp_path):
@@ -207,9 +213,10 @@ def test_eval_and_plot_commands(run, capsys):
                           "4"]) == 0
     out = capsys.readouterr().out
     assert "vs random: win rate" in out and "in 4 games" in out
-    # a checkpoint opponent goes through the same evaluator (here the run against itself)
+    # a checkpoint opponent goes through the same evaluator (here the run against itself,
+    # both sides with the 1-ply lookahead)
     assert evaluate.main(["--checkpoint", str(run_dir), "--opponent", str(run_dir),
-                          "--games", "2"]) == 0
+                          "--games", "2", "--lookahead", "4"]) == 0
     assert f"vs {run_dir}: win rate" in capsys.readouterr().out
     assert plot.main([str(run_dir), "--text"]) == 0
     lines = capsys.readouterr().out.splitlines()

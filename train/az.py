@@ -122,7 +122,8 @@ def train(config: dict, resume_from=None, log=print):
         log(f"resumed {resume_from[0] / str(start)} (iteration {start}, "
             f"{int(state.step)} updates)")
     ev, iterations = config["evaluation"], config["training"]["iterations"]
-    evaluators = {opp: trainer.evaluator(opp, ev["games"], ev["num_simulations"])
+    evaluators = {opp: trainer.evaluator(opp, ev["games"], ev["num_simulations"],
+                                         ev["lookahead"])
                   for opp in ev["opponents"]}
     writer = open_tensorboard(run_dir) if config["logging"]["tensorboard"] else None
     key, k_games = jax.random.split(state.key)

@@ -3,6 +3,7 @@
     python train/eval.py --checkpoint runs/quick --opponent random --games 400
     python train/eval.py --checkpoint runs/quick/checkpoints/40 --opponent greedy:8 --games 100
     python train/eval.py --checkpoint runs/a --opponent runs/b --games 200 --simulations 16
+    python train/eval.py --checkpoint runs/quick --opponent greedy --games 200 --lookahead 32
 
 CHECKPOINT and a checkpoint OPPONENT are a run directory (its best checkpoint) or one
 checkpoint directory. Both seats are played equally; games are truncated after the run's
@@ -32,12 +33,19 @@ def parse_args(argv=None):
     p.add_argument("--games", type=int, default=200, help="games (even: both seats equally)")
     p.add_argument("--simulations", type=int, default=0,
                    help="search simulations per move for checkpoint agents (0: raw policy)")
+    p.add_argument("--lookahead", type=int, default=0, metavar="K",
+                   help="1-ply search for checkpoint agents: the best learned afterstate value "
+                        "among the policy's K most likely actions (0: off)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.games < 2 or args.games % 2:
         p.error(f"--games: must be an even number >= 2, got {args.games}")
     if args.simulations < 0:
         p.error(f"--simulations: must be >= 0, got {args.simulations}")
+    if not 0 <= args.lookahead <= 514:
+        p.error(f"--lookahead: must be in [0, 514], got {args.lookahead}")
+    if args.simulations and args.lookahead:
+        p.error("--lookahead: cannot be combined with --simulations (one search at a time)")
     return args
 
 
@@ -45,7 +53,8 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         params, config = T.load_params(args.checkpoint)
-        match = T.trainer_for(config).evaluator(args.opponent, args.games, args.simulations)
+        match = T.trainer_for(config).evaluator(args.opponent, args.games, args.simulations,
+                                                args.lookahead)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

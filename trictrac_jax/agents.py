@@ -70,13 +70,14 @@ def greedy_agent(key, state, top_k: int = 32):
 BASELINES = {"random": random_agent, "first": first_agent, "greedy": greedy_agent}
 
 
-def load_agent(spec: str, num_simulations: int = 0):
+def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0):
     """An agent `(key, state) -> int32 action` from a spec:
 
     * 'random', 'first', 'greedy' (top-32 actions) or 'greedy:K';
     * a training run directory (its best checkpoint) or one checkpoint directory
       (RUN_DIR/checkpoints/N): the network's policy, greedy over the masked logits, or with
-      `num_simulations` > 0 the run's search (no exploration noise).
+      `num_simulations` > 0 the run's search (no exploration noise), or with `lookahead`
+      > 0 the 1-ply search over that many actions (`search.make_lookahead`).
 
     Raises ValueError for an unknown name, `CheckpointError` for an unreadable checkpoint."""
     name, _, arg = spec.partition(":")
@@ -90,20 +91,23 @@ def load_agent(spec: str, num_simulations: int = 0):
         raise ValueError(f"unknown agent {spec!r}: expected one of {list(BASELINES)}, "
                          f"greedy:K, or a checkpoint path")
     from trictrac_jax import training  # the training stack is optional for the engine
-    return checkpoint_agent(*training.load_params(spec), num_simulations=num_simulations)
+    return checkpoint_agent(*training.load_params(spec), num_simulations=num_simulations,
+                            lookahead=lookahead)
 
 
-def checkpoint_agent(params, config: dict, num_simulations: int = 0):
+def checkpoint_agent(params, config: dict, num_simulations: int = 0, lookahead: int = 0):
     """The agent of trained `params` with their run `config` (see `load_agent`)."""
     from trictrac_jax import network as N
     from trictrac_jax import search as S
+    if num_simulations and lookahead:
+        raise ValueError("num_simulations and lookahead: use one search, not both")
     model = S.model_from_config(config)
+    # the searches work on batches: one state is a batch of one
+    batched = lambda f: lambda key, state: f(key, jax.tree.map(lambda x: x[None], state))[0]
+    if lookahead:
+        return batched(functools.partial(S.make_lookahead(model, lookahead), params))
     if num_simulations == 0:
         return lambda key, state: N.policy_action(model.net, params, state)
     search = S.make_search(model, {**config["search"], "num_simulations": num_simulations},
                            explore=False)
-
-    def agent(key, state):
-        batch = jax.tree.map(lambda x: x[None], state)  # the search works on batches
-        return search(params, key, batch).action[0]
-    return agent
+    return batched(lambda key, states: search(params, key, states).action)

@@ -98,6 +98,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "games": Key(256, int, _at_least(2)),  # per opponent, half in each seat
         "opponents": Key(["random"], list, _opponents),
         "num_simulations": Key(0, int, _at_least(0)),  # 0: greedy on the policy network
+        "lookahead": Key(0, int, _in_range(0, 514)),  # > 0: 1-ply over the policy's top K
     },
     "checkpoint": {
         "every": Key(10, int, _at_least(1)),  # iterations
@@ -167,6 +168,9 @@ def _check_sizes(c: dict):
     if c["replay"]["min_size"] > c["replay"]["capacity"]:
         raise ConfigError(f"replay.min_size: must be <= replay.capacity "
                           f"({c['replay']['capacity']}), got {c['replay']['min_size']}")
+    if c["evaluation"]["num_simulations"] and c["evaluation"]["lookahead"]:
+        raise ConfigError("evaluation.lookahead: must be 0 when evaluation.num_simulations > 0 "
+                          "(one search at a time)")
     if c["evaluation"]["games"] % 2:
         raise ConfigError(f"evaluation.games: must be even (both seats played equally), "
                           f"got {c['evaluation']['games']}")

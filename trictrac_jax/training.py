@@ -115,17 +115,17 @@ class Trainer:
         Returns (state, mean metrics)."""
         return self._train_jit(state, buffer, jax.device_put(key, self.replicated))
 
-    def evaluator(self, opponent: str, games: int, num_simulations: int):
+    def evaluator(self, opponent: str, games: int, num_simulations: int, lookahead: int = 0):
         """Jitted `(params, key) -> int32[games]` outcomes of the network (greedy over its
-        policy, or its search with `num_simulations` > 0) against `opponent`, a
-        `load_agent` spec (a checkpoint opponent searches as much); compiled once per
-        trainer and spec."""
-        spec = (opponent, games, num_simulations)
+        policy, its search with `num_simulations` > 0, or its 1-ply `lookahead` > 0)
+        against `opponent`, a `load_agent` spec (a checkpoint opponent searches the same
+        way); compiled once per trainer and spec."""
+        spec = (opponent, games, num_simulations, lookahead)
         if spec not in self._evaluators:
-            other = load_agent(opponent, num_simulations)
+            other = load_agent(opponent, num_simulations, lookahead)
 
             def evaluate(params, key):
-                agent = checkpoint_agent(params, self.config, num_simulations)
+                agent = checkpoint_agent(params, self.config, num_simulations, lookahead)
                 return play_match(self.env, agent, other, key, games)
             match = jax.jit(evaluate)
             self._evaluators[spec] = lambda params, key: match(
