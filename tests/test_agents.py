@@ -90,3 +90,13 @@ def test_load_agent_specs(tmp_path):
         load_agent(str(missing))
     with pytest.raises(CheckpointError, match="no checkpoint"):
         load_agent(str(tmp_path))
+
+
+@pytest.mark.parametrize("sims, lookahead, message", [
+    (0, 515, "lookahead: must be in"), (0, -1, "lookahead: must be in"),
+    (8, 8, "one search, not both")])
+def test_checkpoint_agent_rejects_a_bad_search(sims, lookahead, message):
+    from trictrac_jax.agents import checkpoint_agent
+    from trictrac_jax.config import defaults
+    with pytest.raises(ValueError, match=message):
+        checkpoint_agent(None, defaults(), num_simulations=sims, lookahead=lookahead)

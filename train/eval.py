@@ -42,10 +42,6 @@ def parse_args(argv=None):
         p.error(f"--games: must be an even number >= 2, got {args.games}")
     if args.simulations < 0:
         p.error(f"--simulations: must be >= 0, got {args.simulations}")
-    if not 0 <= args.lookahead <= 514:
-        p.error(f"--lookahead: must be in [0, 514], got {args.lookahead}")
-    if args.simulations and args.lookahead:
-        p.error("--lookahead: cannot be combined with --simulations (one search at a time)")
     return args
 
 

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac
+from trictrac_jax.state import NUM_ACTIONS
 from trictrac_jax.scoring import total_score
 
 _ENV = Trictrac(max_steps=None)  # lookahead only: never truncates
@@ -101,6 +102,8 @@ def checkpoint_agent(params, config: dict, num_simulations: int = 0, lookahead: 
     from trictrac_jax import search as S
     if num_simulations and lookahead:
         raise ValueError("num_simulations and lookahead: use one search, not both")
+    if not 0 <= lookahead <= NUM_ACTIONS:
+        raise ValueError(f"lookahead: must be in [0, {NUM_ACTIONS}], got {lookahead}")
     model = S.model_from_config(config)
     # the searches work on batches: one state is a batch of one
     batched = lambda f: lambda key, state: f(key, jax.tree.map(lambda x: x[None], state))[0]

@@ -405,13 +405,16 @@ def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> i
                                      description="Play Trictrac in a terminal against a bot.")
     parser.add_argument("--opponent", default="greedy",
                         help="greedy, first, random, or a checkpoint path (default: greedy)")
+    parser.add_argument("--lookahead", type=int, default=32, metavar="K",
+                        help="a checkpoint bot's 1-ply search over its policy's K likeliest "
+                             "moves (0: the raw policy; default: 32)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the dice and the bot (default: random)")
     parser.add_argument("--colour", "--color", choices=sorted(COLOURS), default="white",
                         help="your colour; White rolls first (default: white)")
     args = parser.parse_args(argv)
     try:
-        opponent = agents.load_agent(args.opponent)
+        opponent = agents.load_agent(args.opponent, lookahead=args.lookahead)
     except ImportError as error:  # a checkpoint needs the training extra
         print(f"cannot load opponent {args.opponent!r}: {error} "
               f"(pip install 'trictrac-jax[train]')", file=sys.stderr)
