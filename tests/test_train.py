@@ -107,6 +107,11 @@ def test_bad_config_is_reported_by_key(override, key, tmp_path, capsys):
     assert err.startswith(f"error: {key}:") and "Traceback" not in err
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_configs_are_valid(path):
+    assert load_config(path)["run"]["dir"]  # validated on loading: a bad key raises
+
+
 def test_one_evaluation_search_at_a_time():
     with pytest.raises(ConfigError, match="^evaluation.lookahead:"):
         load_config(None, ["evaluation.num_simulations=8", "evaluation.lookahead=8"])
