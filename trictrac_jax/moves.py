@@ -120,26 +120,13 @@ def _pair_rules(board, dice, pair):
     # Opponent's corner: never a destination, except as the rest of a tout d'une.
     bad |= (t1 == 13) | ((t0 == 13) & (t0 != f1))
     # No play in a quarter the opponent can still fill (a tout d'une only rests on its end).
-    opp_fillable = B.opp_fillable_quarters(board)
-    in_fillable = lambda t: (t > 12) & B.lookup(opp_fillable, (t - 1) // 6)
+    opp_fillable = B.opp_fillable_quarters(board)  # only quarters 3 and 4 (fields 13-24) count
+    in_fillable = lambda t: (t > 12) & jnp.where(t > 18, opp_fillable[3], opp_fillable[2])
     chained = (f1 != 0) & (t0 == f1)
     bad |= (~chained & in_fillable(t0)) | in_fillable(t1)
-    # The corner may not be taken par puissance when it can be taken by effect.
-    bad |= is_puissance(board, dice, pair) & can_take_corner_by_effect(board, dice)
+    # (Taking the corner par puissance when it can be taken by effect is excluded by
+    # `_puissance_pair`: no other candidate is a puissance move.)
     return ~bad
-
-
-def is_puissance(board, dice, pair):
-    """The pair takes the own corner par puissance: both moves to 12, each one short of a die.
-
-    `pair` int[4, ...] (component-major) on one board; returns bool[...].
-    """
-    corners_empty = (B.at_field(board, 12) == 0) & (B.at_field(board, 13) == 0)
-    dist0 = jnp.abs(pair[1] - pair[0])
-    dist1 = jnp.abs(pair[3] - pair[2])
-    lo, hi = jnp.min(dice), jnp.max(dice)
-    return (corners_empty & (pair[1] == 12) & (pair[3] == 12)
-            & (jnp.minimum(dist0, dist1) == lo - 1) & (jnp.maximum(dist0, dist1) == hi - 1))
 
 
 def can_take_corner_by_effect(board, dice):
@@ -271,7 +258,9 @@ def _fills(board, after1, from1, count1, landing1, ok1, to1, puis_pair):
     (from 1 checker). This avoids building a board per candidate.
     """
     short = jnp.sum(B.quarters(after1) < 2, axis=-1)  # [2, 15, 4]
-    quarter = lambda f: (f[..., None] - 1) // 6 == jnp.arange(4)  # [..., 4]
+    # [..., 4]: the quarter of field f (none for 0), by comparisons (no integer division)
+    quarter = lambda f: (f[..., None] > 6 * jnp.arange(4, dtype=f.dtype)) & (
+        f[..., None] <= 6 * jnp.arange(1, 5, dtype=f.dtype))
     leaves = (count1 == 2)[..., None] & quarter(from1)
     arrives = ((landing1 == 1) & (to1 > 0))[..., None] & quarter(to1)
     after2 = short[:, :, None, :] + leaves - arrives  # [2, 15, 16, 4]
