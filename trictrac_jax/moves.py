@@ -16,6 +16,7 @@ move"; 512 candidates instead of the 752 of a second slot per field. Each pass e
 one extra candidate for taking the rest corner "par puissance". `Candidates.order` is the
 position of each candidate in the reference's loop order: "first in the list" is a
 minimum over it.
+
 Per-candidate arrays are int8 (fields, counts and dice are small): narrow arrays are what
 makes this fast on CPU, where the cost is proportional to the elements touched.
 
@@ -109,7 +110,7 @@ def _single_moves(field, count, die, landing, forbid, guard_corner):
     return ok, dest, exceeding
 
 
-def _pair_rules(board, dice, pair):
+def _pair_rules(board, pair):
     """Rules on a pair that do not depend on other sequences: bool[...]."""
     f0, t0, f1, t1 = pair
     corner = jnp.abs(B.at_field(board, B.OWN_CORNER))
@@ -241,7 +242,7 @@ def candidates(board, dice) -> Candidates:
         has_exit=((t0 == 0) & (f0 != 0)) | ((t1 == 0) & (f1 != 0)),
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
         is_full=_to_flat(second(jnp.ones(ok1.shape, bool), False), True),
-        rules_ok=_pair_rules(board, dice, pair),
+        rules_ok=_pair_rules(board, pair),
         fills=_fills(board, after1, from1, count1, landing1, ok1, to1, puis_pair),
         # (the chained slots of the two passes start from the same field only for doubles,
         # where t0 is the same too)
