@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import yaml
 
+from trictrac_jax.state import NUM_ACTIONS
+
 
 class ConfigError(ValueError):
     """A configuration problem; the message names the offending key."""
@@ -98,7 +100,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "games": Key(256, int, _at_least(2)),  # per opponent, half in each seat
         "opponents": Key(["random"], list, _opponents),
         "num_simulations": Key(0, int, _at_least(0)),  # 0: greedy on the policy network
-        "lookahead": Key(0, int, _in_range(0, 514)),  # > 0: 1-ply over the policy's top K
+        "lookahead": Key(0, int, _in_range(0, NUM_ACTIONS)),  # > 0: 1-ply over the policy's top K
     },
     "checkpoint": {
         "every": Key(10, int, _at_least(1)),  # iterations

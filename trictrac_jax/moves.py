@@ -48,6 +48,7 @@ PASS_SIZE = NUM_FIRST * NUM_SLOTS + 1  # + the puissance candidate of the pass
 NUM_CANDIDATES = NUM_PASSES * PASS_SIZE
 # The reference's loop runs over 24 second fields + "none" per first field, then puissance.
 REFERENCE_PASS_SIZE = NUM_FIRST * 25 + 1
+NO_ORDER = 2**15 - 1  # after every `Candidates.order` (int16)
 
 
 def _pick(onehot, values):
@@ -197,15 +198,15 @@ def candidates(board, dice) -> Candidates:
     # Second moves [2, 15, 16] from each second slot after each first move: the field, its
     # checkers and those where it lands, from the board's corrected by the first move
     # (cheaper than reading them off the 30 boards after a first move).
-    shape = (2, NUM_FIRST, NUM_SLOTS - 1)
+    slot_grid = (2, NUM_FIRST, NUM_FIRST)  # [pass, first slot, second slot < 15]
     moved = (moved_from > 0)[..., None]
     arrived = moved & (first_field == moved_to[..., None]) & (first_field > 0)  # [2, 15, 15]
-    from1 = jnp.concatenate([jnp.broadcast_to(first_field, shape[:2] + (NUM_FIRST,)),
+    from1 = jnp.concatenate([jnp.broadcast_to(first_field, slot_grid),
                              jnp.where(new_field, moved_to, 0)[..., None]], -1)
     count1 = jnp.concatenate([first_count - (moved & jnp.eye(NUM_FIRST, dtype=bool)) + arrived,
                               new_field[..., None]], -1).astype(jnp.int8)
     land_before = jnp.concatenate([
-        jnp.broadcast_to(at_slots(landing0)[:, None, :], shape[:2] + (NUM_FIRST,)),
+        jnp.broadcast_to(at_slots(landing0)[:, None, :], slot_grid),
         _pick(moved_to[..., None] == B.FIELDS, landing0[:, None])[..., None]], -1)
     land = from1 + die_b[:, None, None]
     landing1 = (land_before - (moved & (land == moved_from[..., None]))
@@ -323,6 +324,11 @@ def _same_listed(in_set, c: Candidates):
                               either[0] | (later_slot_first & swapped[1])])
     to_flat = lambda grid: _to_flat(grid, False) & c.double_exit
     return same | to_flat(exit_same), earlier | to_flat(exit_earlier)
+
+
+def earliest(in_set, c: Candidates):
+    """bool[N]: the candidate of `in_set` that the reference lists first (none if empty)."""
+    return in_set & (c.order == jnp.min(jnp.where(in_set, c.order, NO_ORDER)))
 
 
 def member(in_set, c: Candidates):

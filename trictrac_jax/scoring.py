@@ -99,7 +99,6 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     n, dest = _missing_for_quarter(board)
     dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see moves.py)
     order = c.order  # the reference's list order: unique among `seqs`
-    no_order = jnp.int16(jnp.iinfo(jnp.int16).max)
     # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
     chained = listed[1] == listed[2]
     origin_a = jnp.where(seqs & (listed[1] == dest), listed[0], 0)
@@ -111,7 +110,7 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     # each distinct origin once (v0 == v1 repeats some), fields only
     distinct = (possible > 0) & ~jnp.any(jnp.tril(possible[:, None] == possible, -1), axis=-1)
     seen = ((origin_a[:, None] == possible) | (origin_b[:, None] == possible)) & distinct
-    first_seen = jnp.min(jnp.where(seen, order[:, None], no_order), axis=0)
+    first_seen = jnp.min(jnp.where(seen, order[:, None], jnp.int16(M.NO_ORDER)), axis=0)
     # each origin counts once, on the first sequence that brings a checker from it
     one_missing = jnp.sum((first_seen == order[:, None]) & seqs[:, None], axis=-1, dtype=jnp.int32)
     last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1))))
@@ -191,8 +190,7 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
         return jnp.any(legal & doable)
 
     none = ~jnp.any(legal)
-    first = legal & (lists.candidates.order == jnp.min(jnp.where(legal, lists.candidates.order,
-                                                                 jnp.iinfo(jnp.int16).max)))
+    first = M.earliest(legal, lists.candidates)
     first_seq = jnp.sum(jnp.where(first, seq, 0), axis=-1, dtype=seq.dtype)
     ok = none | ~playable(v0) | ~playable(v1)
     pairs, present = put(HELPLESS_MAN, ok, tuple(jnp.where(none, 0, first_seq)))

@@ -120,7 +120,9 @@ class Model:
 
     # --- stochastic MuZero: decision and chance functions --------------------------------
 
-    def decision_fn(self, params, key, action, states: State):
+    def afterstate(self, params, action, states: State):
+        """(afterstate, its value [B] for the mover relative to the mover's baseline at the
+        decision, that baseline [B]) of playing `action` [B] in `states` [B]."""
         after = jax.vmap(self.env.step_deterministic)(states, action)
         mover = states.current_player
         base = self.baseline(states, mover)
@@ -128,6 +130,10 @@ class Model:
         value = jnp.where(after.current_player == mover, value, -value)
         value += self.baseline(after, mover)  # baselines are antisymmetric, as utilities
         value = jnp.where(_done(after), self.utility(after, after.rewards, mover), value) - base
+        return after, value, base
+
+    def decision_fn(self, params, key, action, states: State):
+        after, value, base = self.afterstate(params, action, states)
         # mctx visits chance outcomes by argmax(prob / (visits + 1)): with 36 equal
         # probabilities that is index order (1-1, 1-2, ...) at every node. A jitter far
         # below the probabilities' scale randomises the order of ties only.
@@ -135,7 +141,7 @@ class Model:
         chance_logits = jnp.log(self.env.chance_probs) + jitter
         out = mctx.DecisionRecurrentFnOutput(chance_logits=chance_logits,
                                              afterstate_value=value)
-        return out, Afterstate(after, mover, base)
+        return out, Afterstate(after, states.current_player, base)
 
     def chance_fn(self, params, key, outcome, afterstate: Afterstate):
         del key
@@ -179,11 +185,12 @@ def make_lookahead(model: Model, top_k: int):
     sees one sampled roll. Costs top_k network evaluations and decision steps per move."""
 
     def lookahead(params, key, states: State):
+        del key  # deterministic
         logits, _ = model.evaluate(params, states)
         top_logits, actions = jax.lax.top_k(logits, top_k)  # [B, K]
         repeated = jax.tree.map(lambda x: jnp.repeat(x, top_k, axis=0), states)
-        out, _ = model.decision_fn(params, key, actions.reshape(-1).astype(jnp.int32), repeated)
-        value = out.afterstate_value.reshape(actions.shape)
+        _, value, _ = model.afterstate(params, actions.reshape(-1).astype(jnp.int32), repeated)
+        value = value.reshape(actions.shape)
         value = jnp.where(top_logits > N.MASKED_LOGIT / 2, value, -jnp.inf)  # legal only
         best = jnp.argmax(value, axis=-1)
         return jnp.take_along_axis(actions, best[:, None], axis=-1)[:, 0].astype(jnp.int32)
