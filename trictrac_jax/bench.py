@@ -34,6 +34,7 @@ from trictrac_jax import board as B
 from trictrac_jax import moves as M
 from trictrac_jax import scoring as S
 from trictrac_jax.agents import random_agent
+from trictrac_jax.lanes import game_minor
 from trictrac_jax.state import TS_HOLD_OR_GO
 
 TRICTRAC, BACKGAMMON = "trictrac", "pgx backgammon"
@@ -281,14 +282,18 @@ def components(env):
     def view(s):
         return B.view_board(s._board, s.current_player)
 
+    # game-minor under vmap, as the engine runs them (see lanes.py)
+    legal = game_minor(lambda v, dice: M.move_lists(v, dice).legal)
+    points = game_minor(lambda v, dice, count: S.roll_jans(v, dice, count,
+                                                           M.move_lists(v, dice)).points)
+
     def jans(x):
-        v, dice = view(x.states), x.states._dice
         roll_count = x.states._dice_roll_count[x.states.current_player]
-        return S.roll_jans(v, dice, roll_count, M.move_lists(v, dice))
+        return points(view(x.states), x.states._dice, roll_count)
 
     return {
         "move lists (`moves.move_lists(...).legal`)":
-            lambda x: M.move_lists(view(x.states), x.states._dice).legal,
+            lambda x: legal(view(x.states), x.states._dice),
         "legal mask (`moves.legal_action_mask`)": lambda x: M.legal_action_mask(
             view(x.states), x.states._dice, x.states._turn_stage == TS_HOLD_OR_GO),
         "jan scoring (`scoring.roll_jans` + `move_lists`)": jans,

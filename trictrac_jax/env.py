@@ -101,10 +101,9 @@ class Trictrac:
         """Recompute the derived fields of a state given only its game fields (a position
         loaded from the reference engine, say): legal actions, observation, flags."""
         view = B.view_board(state._board, state.current_player)
-        lists = M.move_lists(view, state._dice)
         hold_or_go = state._turn_stage == TS_HOLD_OR_GO
         deciding = hold_or_go | (state._turn_stage == TS_MOVE)
-        mask = jnp.where(deciding, M.mask_from_lists(view, state._dice, lists, hold_or_go), False)
+        mask = jnp.where(deciding, M.legal_action_mask(view, state._dice, hold_or_go), False)
         return self._finish(state.replace(legal_action_mask=mask), rolled=True)
 
     def _finish(self, state: State, rolled: bool) -> State:
@@ -191,13 +190,12 @@ def _roll(state: State, dice) -> State:
     player = state.current_player
     roll_count = state._dice_roll_count.at[player].add(1)
     view = B.view_board(state._board, player)
-    lists = M.move_lists(view, dice)
-    jans = S.roll_jans(view, dice, roll_count[player], lists)
-    state = state.replace(_dice=dice, _dice_roll_count=roll_count, _dice_points=jans.points)
-    state, new_hole = _mark(state, player, jans.points[0], 1 - player)
+    points, moves = S.roll_outcome(view, dice, roll_count[player])
+    state = state.replace(_dice=dice, _dice_roll_count=roll_count, _dice_points=points)
+    state, new_hole = _mark(state, player, points[0], 1 - player)
     won = new_hole & (state._holes[player] >= WINNING_HOLES)
     turn_stage = jnp.where(new_hole, jnp.where(won, TS_MARK_POINTS, TS_HOLD_OR_GO), TS_MOVE)
-    mask = M.mask_from_lists(view, dice, lists, turn_stage == TS_HOLD_OR_GO)
+    mask = M.decision_mask(dice, moves, turn_stage == TS_HOLD_OR_GO)
     return state.replace(_turn_stage=turn_stage.astype(jnp.int32), legal_action_mask=mask,
                          _stage=jnp.where(won, STAGE_ENDED, state._stage).astype(jnp.int32))
 

@@ -20,6 +20,14 @@ minimum over it.
 Per-candidate arrays are int8 (fields, counts and dice are small): narrow arrays are what
 makes this fast on CPU, where the cost is proportional to the elements touched.
 
+Games are laid out *game-minor*: every array has the structure axes first (fields,
+candidates, ...) and then `lanes`, trailing axes shared by all arguments: none for one
+position, or one axis of games. Under `jax.vmap`, `legal_moves` and
+`scoring.roll_outcome` move the batch axis there (`lanes.game_minor`): XLA's CPU loops
+then run along contiguous games, whereas with the batch first they run along the short
+structure axes and mostly do not vectorise. For the same reason candidate masks are bytes
+(`_mask`) and the candidates and each list are materialised once (`_computed_once`).
+
 Rules of the form "if any sequence does X, only those are allowed" become reductions over
 candidates. The reference builds three lists, each one using the previous ones:
 
@@ -38,12 +46,15 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from trictrac_jax import board as B
+from trictrac_jax.lanes import game_minor
 
 NUM_PASSES, NUM_FIRST = 2, 15
 CHAINED_SLOT, EMPTY_SLOT = NUM_FIRST, NUM_FIRST + 1  # second slots after the 15 own fields
 NUM_SLOTS = NUM_FIRST + 2
+GRID = (NUM_PASSES, NUM_FIRST, NUM_SLOTS)  # (pass, first slot, second slot)
 PASS_SIZE = NUM_FIRST * NUM_SLOTS + 1  # + the puissance candidate of the pass
 NUM_CANDIDATES = NUM_PASSES * PASS_SIZE
 # The reference's loop runs over 24 second fields + "none" per first field, then puissance.
@@ -51,46 +62,81 @@ REFERENCE_PASS_SIZE = NUM_FIRST * 25 + 1
 NO_ORDER = 2**15 - 1  # after every `Candidates.order` (int16)
 
 
-def _pick(onehot, values):
-    """Sum (or any, for bools) of `values` where `onehot`, over the last axis."""
-    if values.dtype == jnp.bool_:
-        return jnp.any(onehot & values, axis=-1)
-    return jnp.sum(jnp.where(onehot, values, 0), axis=-1, dtype=values.dtype)
+def _const(values, lanes):
+    """A constant (numpy) with trailing unit axes for `lanes`."""
+    values = np.asarray(values)
+    return values.reshape(values.shape + (1,) * len(lanes))
+
+
+def _lanes(x, structure_ndim):
+    return x.shape[structure_ndim:]
+
+
+def _mask(x):
+    """A candidate mask as uint8 0/1. Masks stay bytes from here on (combined with & | ^,
+    reduced with max): XLA's CPU loops vectorise byte arrays, not bool ones."""
+    return jnp.asarray(x).astype(jnp.uint8)
+
+
+def _not(mask):
+    return mask ^ 1
+
+
+def _computed_once(fn, *args):
+    """`fn(*args)`, materialised: computed in its own loop nest and read from memory.
+
+    XLA fuses an array's whole computation into every loop that reads it, recomputing it
+    per reader (and per element of a reduction that is broadcast back). A while loop is a
+    boundary it does not fuse across; this one runs once (more often only for boards that
+    cannot occur, with the same result), and its trip count is not known at compile time,
+    so XLA cannot inline it away.
+    """
+    board = args[0]
+    trips = 1 + (jnp.max(board) > 15).astype(jnp.int32)  # a view board holds <= 15 per field
+    shapes = jax.eval_shape(fn, *args)
+    init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))
+    return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn(*args)), init)[1]
 
 
 def other_pass(x):
-    """[N] -> [N]: each candidate's value at its twin, the same slots in the other pass."""
-    return x.reshape(NUM_PASSES, PASS_SIZE)[::-1].reshape(x.shape)
+    """[N, *lanes]: each candidate's value at its twin, the same slots in the other pass."""
+    per_pass = x.reshape((NUM_PASSES, PASS_SIZE) + x.shape[1:])
+    return per_pass[::-1].reshape(x.shape)
 
 
 def _transposed(grid):
-    """[2, 15, 17] -> [2, 15, 17]: the value of the candidate with first and second slots
-    swapped (False for second slots >= 15, which are no first slot)."""
+    """[2, 15, 17, *lanes] -> the same: the value of the candidate with first and second
+    slots swapped (False for second slots >= 15, which are no first slot)."""
     inner = jnp.swapaxes(grid[:, :, :NUM_FIRST], 1, 2)
-    return jnp.pad(inner, ((0, 0), (0, 0), (0, NUM_SLOTS - NUM_FIRST)))
+    pad = [(0, 0)] * grid.ndim
+    pad[2] = (0, NUM_SLOTS - NUM_FIRST)
+    return jnp.pad(inner, pad)
 
 
 class Candidates(NamedTuple):
-    """Every candidate move pair of one position and roll; arrays are [..., NUM_CANDIDATES]."""
+    """Every candidate move pair of one position and roll; arrays are [..., N, *lanes].
+    Masks are uint8 0/1 (see `_mask`)."""
 
-    # Pairs are component-major, [4, N] (rows from1, to1, from2, to2; 0 = none / borne
-    # off): each component is then a contiguous row, which vectorises well on CPU.
-    pair: jnp.ndarray  # int8[..., 4, N]: the pair as generated
-    listed: jnp.ndarray  # int8[..., 4, N]: the pair as the reference lists it (swapped)
-    first_ok: jnp.ndarray  # bool: first move possible (exceeding numbers allowed)
-    second_ok: jnp.ndarray  # bool: second move possible after the first (idem)
-    exceeding: jnp.ndarray  # bool: a move bears off with an exceeding number
-    rules_ok: jnp.ndarray  # bool: corner and opponent-quarter rules, puissance by effect
-    fills: jnp.ndarray  # bool: after the pair a quarter is filled
-    has_exit: jnp.ndarray  # bool: a move bears off
-    exit_outside_ok: jnp.ndarray  # bool: bear-off rule, all checkers in the last quarter
-    exit_farthest_ok: jnp.ndarray  # bool: bear-off rule, exceeding numbers on the farthest
-    is_full: jnp.ndarray  # bool: two moves (or the puissance pair)
+    # Pairs are component-major, [4, N, *lanes] (rows from1, to1, from2, to2; 0 = none /
+    # borne off).
+    pair: jnp.ndarray  # int8[4, N, *lanes]: the pair as generated
+    listed: jnp.ndarray  # int8[4, N, *lanes]: the pair as the reference lists it (swapped)
+    first_ok: jnp.ndarray  # uint8: first move possible (exceeding numbers allowed)
+    second_ok: jnp.ndarray  # uint8: second move possible after the first (idem)
+    exceeding: jnp.ndarray  # uint8: a move bears off with an exceeding number
+    rules_ok: jnp.ndarray  # uint8: corner and opponent-quarter rules, puissance by effect
+    fills: jnp.ndarray  # uint8: after the pair a quarter is filled
+    has_exit: jnp.ndarray  # uint8: a move bears off
+    exit_outside_ok: jnp.ndarray  # uint8: bear-off rule, all checkers in the last quarter
+    exit_farthest_ok: jnp.ndarray  # uint8: bear-off rule, exceeding numbers on the farthest
+    is_full: jnp.ndarray  # uint8: two moves (or the puissance pair)
     # Which candidates list the same pair (see `_same_listed`):
-    twin_same: jnp.ndarray  # bool: the twin (same slots, other pass) lists the same pair
-    double_exit: jnp.ndarray  # bool: both moves bear off (listed lower field first)
-    swapped: jnp.ndarray  # bool: listed != pair (a double exit listed in the other order)
-    first_field: jnp.ndarray  # int8[..., 15]: field of each first-move slot
+    twin_same: jnp.ndarray  # uint8: the twin (same slots, other pass) lists the same pair
+    double_exit: jnp.ndarray  # uint8: both moves bear off (listed lower field first)
+    swapped: jnp.ndarray  # uint8: listed != pair (a double exit listed in the other order)
+    # int8[2, N, *lanes]: for each move of the listed pair, the own checkers on fields up to
+    # its origin before the pair (the reference numbers checkers by that count)
+    listed_ordinal: jnp.ndarray
     order: jnp.ndarray  # int16: position in the reference's loop (unique among valid ones)
 
 
@@ -112,7 +158,7 @@ def _single_moves(field, count, die, landing, forbid, guard_corner):
 
 
 def _pair_rules(board, pair):
-    """Rules on a pair that do not depend on other sequences: bool[...]."""
+    """Rules on a pair that do not depend on other sequences: bool[N, *lanes]."""
     f0, t0, f1, t1 = pair
     corner = jnp.abs(B.at_field(board, B.OWN_CORNER))
     # Own corner: taken with two checkers at once, left with its last two at once.
@@ -134,148 +180,163 @@ def _pair_rules(board, pair):
 def can_take_corner_by_effect(board, dice):
     """The empty own corner is reachable directly: an own checker at 12 - d for each die."""
     src = B.at_field(board, 12 - dice)
-    return (B.at_field(board, 12) == 0) & jnp.all(src > 0, axis=-1)
+    return (B.at_field(board, 12) == 0) & jnp.all(src > 0, axis=0)
 
 
 def _puissance_pair(board, dice):
-    """The canonical puissance pair (lower field first) and whether it exists: [..., 4]."""
+    """The canonical puissance pair (lower field first) and whether it exists: [4, *lanes]."""
     src = 13 - dice  # fields one step short of the opponent's corner
     counts = B.at_field(board, src)
-    double = dice[..., 0] == dice[..., 1]
-    exists = jnp.where(double, counts[..., 0] >= 2, jnp.all(counts >= 1, axis=-1))
+    double = dice[0] == dice[1]
+    exists = jnp.where(double, counts[0] >= 2, jnp.all(counts >= 1, axis=0))
     exists &= (B.at_field(board, 12) == 0) & (B.at_field(board, 13) == 0)
-    lo, hi = jnp.min(src, -1), jnp.max(src, -1)
+    lo, hi = jnp.min(src, 0), jnp.max(src, 0)
     twelve = jnp.full_like(lo, 12)
-    return jnp.stack([lo, twelve, hi, twelve], -1), exists & ~can_take_corner_by_effect(board, dice)
+    return jnp.stack([lo, twelve, hi, twelve]), exists & ~can_take_corner_by_effect(board, dice)
 
 
 def _to_flat(per_slot, per_pass):
-    """[2, 15, 17] per (pass, first slot, second slot) + [2] per pass -> [N]."""
-    per_pass = jnp.broadcast_to(per_pass, (2,)).astype(per_slot.dtype)
-    body = per_slot.reshape(2, NUM_FIRST * NUM_SLOTS)
-    return jnp.concatenate([body, per_pass[:, None]], axis=-1).reshape(NUM_CANDIDATES)
+    """[2, 15, 17, *lanes] per (pass, first slot, second slot) + per pass ([2, *lanes] or
+    broadcasting to it) -> [N, *lanes]."""
+    lanes = _lanes(per_slot, 3)
+    per_pass = jnp.broadcast_to(per_pass, (2,) + lanes).astype(per_slot.dtype)
+    body = per_slot.reshape((2, NUM_FIRST * NUM_SLOTS) + lanes)
+    return jnp.concatenate([body, per_pass[:, None]], axis=1).reshape((NUM_CANDIDATES,) + lanes)
 
 
 def _to_slots(flat):
-    """Inverse of `_to_flat`: [N] -> ([2, 15, 17], [2])."""
-    per_pass = flat.reshape(2, PASS_SIZE)
-    return per_pass[:, :-1].reshape(2, NUM_FIRST, NUM_SLOTS), per_pass[:, -1]
+    """Inverse of `_to_flat`: [N, *lanes] -> ([2, 15, 17, *lanes], [2, *lanes])."""
+    lanes = _lanes(flat, 1)
+    per_pass = flat.reshape((2, PASS_SIZE) + lanes)
+    return per_pass[:, :-1].reshape(GRID + lanes), per_pass[:, -1]
 
 
 def candidates(board, dice) -> Candidates:
-    """All candidates for view board int32[24] and dice int32[2] (one position).
+    """All candidates for view board int[24, *lanes] and dice int[2, *lanes].
 
     Computed in int8: every value is a field number, a checker count or a die.
     """
     board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)
-    d_max, d_min = jnp.max(dice), jnp.min(dice)
-    die_a = jnp.stack([d_max, d_min])  # int32[2]: die of the first move, per pass
+    lanes = _lanes(board, 1)
+    const = lambda values: _const(values, lanes)
+    d_max, d_min = jnp.max(dice, 0), jnp.min(dice, 0)
+    die_a = jnp.stack([d_max, d_min])  # [2, *lanes]: die of the first move, per pass
     die_b = jnp.stack([d_min, d_max])
     forbid = B.forbid_exits(board, dice)
 
-    # First moves [2, 15] from each own field (slot k: the k-th own field from field 1).
+    # Own fields by slot (slot k: the k-th own field from field 1). Slots 15 and 16 are
+    # never occupied, so per-slot arrays have the 17 entries of a second slot.
     occupied = board > 0
-    slot_of = (jnp.cumsum(occupied) - 1).astype(jnp.int8)
-    in_slot = occupied & (slot_of == jnp.arange(NUM_FIRST, dtype=jnp.int8)[:, None])  # [15, 24]
-    first_field = _pick(in_slot, B.FIELDS)  # [15], 0 for unused slots
-    first_count = _pick(in_slot, board)
-    boards = jnp.broadcast_to(board, (2, 24))
-    at_slots = lambda per_field: _pick(in_slot, per_field[:, None, :])  # [2, 24] -> [2, 15]
-    landing_a = at_slots(B.ahead(boards, die_a))
+    slot_of = B.prefix_sum(occupied.astype(jnp.int8)) - 1
+    in_slot = occupied & (slot_of == const(np.arange(NUM_SLOTS)[:, None]))  # [17, 24, *lanes]
+    pick = lambda per_field: jnp.sum(jnp.where(in_slot, per_field, 0), axis=1, dtype=jnp.int8)
+    slot_field = pick(B.leading(B.FIELDS, len(lanes)))  # [17, *lanes], 0 for unused slots
+    slot_count = pick(board)
+    first_field, first_count = slot_field[:NUM_FIRST], slot_count[:NUM_FIRST]
+    # [24, 2, *lanes] per field and pass -> [2, 17, *lanes] per pass and slot
+    at_slots = lambda per_field: jnp.swapaxes(jnp.sum(
+        jnp.where(in_slot[:, :, None], per_field[None], 0), axis=1, dtype=jnp.int8), 0, 1)
+
+    # First moves [2, 15, *lanes] from each own field.
+    landing_a = at_slots(B.ahead(board, die_a))[:, :NUM_FIRST]
     ok0, to0, exc0 = _single_moves(first_field, first_count, die_a[:, None], landing_a, forbid,
                                    guard_corner=False)
-    moved_from = jnp.broadcast_to(first_field, (2, NUM_FIRST))
+    moved_from = jnp.broadcast_to(first_field, (2,) + first_field.shape)
     moved_to = jnp.where(ok0, to0, 0)
-    # The destination is a second slot of its own when it was empty.
+    # The destination is a second slot of its own (CHAINED_SLOT) when it was empty.
     new_field = (moved_to > 0) & (landing_a == 0)
-    landing0 = B.ahead(boards, die_b)  # [2, 24]
-    # Small per-pass and per-slot arrays, computed once: without the barrier XLA would
-    # recompute them inside the [2, 15, 17] loops that broadcast them.
-    moved_from, moved_to, new_field, landing0, forbid = jax.lax.optimization_barrier(
-        (moved_from, moved_to, new_field, landing0, forbid))
-    after1 = B.apply_move(board[None, None], moved_from, moved_to)  # [2, 15, 24]
+    landing0 = B.ahead(board, die_b)  # [24, 2, *lanes]
+    after1 = B.apply_move(board, moved_from, moved_to)  # [24, 2, 15, *lanes]
 
-    # Second moves [2, 15, 16] from each second slot after each first move: the field, its
-    # checkers and those where it lands, from the board's corrected by the first move
-    # (cheaper than reading them off the 30 boards after a first move).
-    slot_grid = (2, NUM_FIRST, NUM_FIRST)  # [pass, first slot, second slot < 15]
-    moved = (moved_from > 0)[..., None]
-    arrived = moved & (first_field == moved_to[..., None]) & (first_field > 0)  # [2, 15, 15]
-    from1 = jnp.concatenate([jnp.broadcast_to(first_field, slot_grid),
-                             jnp.where(new_field, moved_to, 0)[..., None]], -1)
-    count1 = jnp.concatenate([first_count - (moved & jnp.eye(NUM_FIRST, dtype=bool)) + arrived,
-                              new_field[..., None]], -1).astype(jnp.int8)
-    land_before = jnp.concatenate([
-        jnp.broadcast_to(at_slots(landing0)[:, None, :], slot_grid),
-        _pick(moved_to[..., None] == B.FIELDS, landing0[:, None])[..., None]], -1)
+    # Second moves [2, 15, 17, *lanes] from each second slot after each first move: the
+    # field, its checkers and those where it lands, from the board's corrected by the first
+    # move (cheaper than reading them off the 30 boards after a first move). The empty slot
+    # has no field, hence no move.
+    col = lambda x: x[:, :, None]  # [2, 15, *lanes] -> [2, 15, 1, *lanes]
+    per_second = lambda x: x[:, None]  # [2, 17, *lanes] -> [2, 1, 17, *lanes]
+    chained = const(np.arange(NUM_SLOTS) == CHAINED_SLOT)
+    is_empty = const(np.arange(NUM_SLOTS) == EMPTY_SLOT)
+    moved = col(moved_from > 0)
+    arrived = moved & (slot_field == col(moved_to)) & (slot_field > 0)
+    left = moved & const(np.eye(NUM_FIRST, NUM_SLOTS, dtype=bool))
+    from1 = jnp.where(chained, col(jnp.where(new_field, moved_to, 0)), slot_field)
+    count1 = jnp.where(chained, col(new_field), slot_count - left + arrived).astype(jnp.int8)
+    landing_at_to = jnp.sum(jnp.where(B.leading(B.FIELDS, 2 + len(lanes)) == moved_to[None],
+                                      landing0[:, :, None], 0), axis=0, dtype=jnp.int8)
+    land_before = jnp.where(chained, col(landing_at_to), per_second(at_slots(landing0)))
     land = from1 + die_b[:, None, None]
-    landing1 = (land_before - (moved & (land == moved_from[..., None]))
-                + (moved & (land == moved_to[..., None])))
+    landing1 = (land_before - (moved & (land == col(moved_from)))
+                + (moved & (land == col(moved_to))))
     ok1, to1, exc1 = _single_moves(from1, count1, die_b[:, None, None], landing1, forbid,
                                    guard_corner=True)
+    to1 = jnp.where(from1 > 0, to1, 0)
+    second_ok = ok1 | is_empty
 
-    shape = (2, NUM_FIRST, NUM_SLOTS)
-    first = lambda x: jnp.broadcast_to(x[:, :, None], shape)
-    second = lambda x, empty: jnp.concatenate([x, jnp.full((2, NUM_FIRST, 1), empty, x.dtype)], -1)
+    grid = GRID + lanes
+    first = lambda x: jnp.broadcast_to(col(x), grid)
     puis_pair, puis_ok = _puissance_pair(board, dice)
-    pair = jnp.stack([
-        _to_flat(first(first_field[None, :]), puis_pair[0]), _to_flat(first(to0), puis_pair[1]),
-        _to_flat(second(from1, 0), puis_pair[2]), _to_flat(second(to1, 0), puis_pair[3])])
-    pair = jax.lax.optimization_barrier(pair)  # read by many loops below: computed once
+    pair = jnp.stack([_to_flat(first(moved_from), puis_pair[0]), _to_flat(first(to0), puis_pair[1]),
+                      _to_flat(from1, puis_pair[2]), _to_flat(to1, puis_pair[3])])
     f0, t0, f1, t1 = pair
     double_exit = (t0 == 0) & (t1 == 0) & (f0 != 0) & (f1 != 0)
     swapped = double_exit & (f1 < f0)
     listed = jnp.where(swapped, jnp.stack([f1, t1, f0, t0]), pair)
-    reference = jnp.arange(2, dtype=jnp.int16)[:, None, None] * REFERENCE_PASS_SIZE + \
-        jnp.arange(NUM_FIRST, dtype=jnp.int16)[:, None] * 25
-    order = _to_flat(reference + second(from1.astype(jnp.int16) - 1, 24),
-                     jnp.arange(2, dtype=jnp.int16) * REFERENCE_PASS_SIZE + REFERENCE_PASS_SIZE - 1)
+    cum = B.cumulative_checkers(board).astype(jnp.int8)
+    slot_ordinal = B.lookup(cum, slot_field)  # [17, *lanes]
+    ordinal = jnp.stack([
+        _to_flat(first(jnp.broadcast_to(slot_ordinal[:NUM_FIRST], moved_from.shape)),
+                 B.lookup(cum, puis_pair[0])),
+        _to_flat(jnp.where(chained, col(B.lookup(cum, moved_to)), slot_ordinal),
+                 B.lookup(cum, puis_pair[2]))])
+    listed_ordinal = jnp.where(swapped, ordinal[::-1], ordinal)
+    pass_start = np.arange(2, dtype=np.int16) * REFERENCE_PASS_SIZE
+    reference = const(pass_start[:, None, None] + np.arange(NUM_FIRST, dtype=np.int16)[:, None] * 25)
+    order = _to_flat(reference + jnp.where(is_empty, 24, from1.astype(jnp.int16) - 1),
+                     const(pass_start + REFERENCE_PASS_SIZE - 1))
 
     far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
-    single_first = _to_flat(first(_pick(in_slot, board == 1)[None, :]),
+    single_first = _to_flat(first(jnp.broadcast_to(first_count == 1, moved_from.shape)),
                             B.at_field(board, puis_pair[0]) == 1)
     outside_ok, farthest_ok = _exit_rules(board, dice, pair, single_first, far_after_first)
-    return Candidates(
-        pair=pair, listed=listed,
+    masks = dict(
         first_ok=_to_flat(first(ok0), puis_ok),
-        second_ok=_to_flat(second(ok1, True), puis_ok),
-        exceeding=_to_flat(first(exc0) | second(exc1, False), False),
+        second_ok=_to_flat(second_ok, puis_ok),
+        exceeding=_to_flat(col(exc0) | exc1, False),
         has_exit=((t0 == 0) & (f0 != 0)) | ((t1 == 0) & (f1 != 0)),
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
-        is_full=_to_flat(second(jnp.ones(ok1.shape, bool), False), True),
+        is_full=_to_flat(jnp.broadcast_to(~is_empty, grid), True),
         rules_ok=_pair_rules(board, pair),
-        fills=_fills(board, after1, from1, count1, landing1, ok1, to1, puis_pair),
+        fills=_fills(board, after1, from1, count1, landing1, second_ok, to1, puis_pair),
         # (the chained slots of the two passes start from the same field only for doubles,
         # where t0 is the same too)
         twin_same=(other_pass(t0) == t0) & (other_pass(t1) == t1),
-        double_exit=double_exit, swapped=swapped,
-        first_field=first_field, order=order)
+        double_exit=double_exit, swapped=swapped)
+    return Candidates(pair=pair, listed=listed, order=order, listed_ordinal=listed_ordinal,
+                      **{name: _mask(x) for name, x in masks.items()})
 
 
-def _fills(board, after1, from1, count1, landing1, ok1, to1, puis_pair):
-    """bool[N]: a quarter is filled after the candidate's pair.
+def _fills(board, after1, from1, count1, landing1, second_ok, to1, puis_pair):
+    """bool[N, *lanes]: a quarter is filled after the candidate's pair.
 
     Counted per quarter as fields holding fewer than 2 checkers after the first move; the
     second move can only make its origin short (from 2 checkers) or its destination full
     (from 1 checker). This avoids building a board per candidate.
     """
-    short = jnp.sum(B.quarters(after1) < 2, axis=-1)  # [2, 15, 4]
-    # [..., 4]: the quarter of field f (none for 0), by comparisons (no integer division)
-    quarter = lambda f: (f[..., None] > 6 * jnp.arange(4, dtype=f.dtype)) & (
-        f[..., None] <= 6 * jnp.arange(1, 5, dtype=f.dtype))
-    leaves = (count1 == 2)[..., None] & quarter(from1)
-    arrives = ((landing1 == 1) & (to1 > 0))[..., None] & quarter(to1)
-    after2 = short[:, :, None, :] + leaves - arrives  # [2, 15, 16, 4]
-    full = jnp.any(after2 == 0, axis=-1) & ok1
-    alone = jnp.any(short == 0, axis=-1)[..., None]
+    short = jnp.sum(B.quarters(after1) < 2, axis=1, dtype=jnp.int8)  # [4, 2, 15, *lanes]
+    # [4, ...]: the quarter of field f (none for 0), by comparisons (no integer division)
+    starts = B.leading(6 * np.arange(4), from1.ndim).astype(from1.dtype)
+    quarter = lambda f: (f[None] > starts) & (f[None] <= starts + 6)
+    leaves = (count1 == 2)[None] & quarter(from1)
+    arrives = ((landing1 == 1) & (to1 > 0))[None] & quarter(to1)
+    after2 = short[:, :, :, None] + leaves - arrives  # [4, 2, 15, 17, *lanes]
+    full = jnp.any(after2 == 0, axis=0) & second_ok
     puissance_board = B.apply_move(B.apply_move(board, puis_pair[0], puis_pair[1]),
                                    puis_pair[2], puis_pair[3])
-    return _to_flat(jnp.concatenate([full, alone], axis=-1),
-                    jnp.any(B.quarter_filled(puissance_board)))
+    return _to_flat(full, jnp.any(B.quarter_filled(puissance_board), axis=0))
 
 
 def _exit_rules(board, dice, pair, single_first, far_after_first):
-    """The parts of the bear-off rule that look at the pair alone: two bool[N].
+    """The parts of the bear-off rule that look at the pair alone: two bool[N, *lanes].
 
     * every own checker must be in the last quarter, except a single checker that the
       first move brings there;
@@ -284,7 +345,7 @@ def _exit_rules(board, dice, pair, single_first, far_after_first):
       the two die orders.
     """
     f0, t0, f1, t1 = pair
-    outside = jnp.sum((board > 0) & (B.FIELDS < 19))
+    outside = jnp.sum((board > 0) & (B.leading(B.FIELDS, board.ndim - 1) < 19), axis=0)
     carried_in = (f0 < 19) & single_first & (t0 > 18)
     outside_ok = outside - carried_in == 0
 
@@ -302,8 +363,8 @@ def _exit_rules(board, dice, pair, single_first, far_after_first):
 
 
 def _same_listed(in_set, c: Candidates):
-    """Two bool[N]: some candidate in `in_set` lists the same pair as this candidate; an
-    earlier one (in the reference's loop order) does.
+    """Two bool[N, *lanes]: some candidate in `in_set` lists the same pair as this
+    candidate; an earlier one (in the reference's loop order) does.
 
     Two candidates list the same pair when they move checkers from the same fields to the
     same fields: twins whose moves land on the same fields (doubles, bear-offs, the
@@ -312,87 +373,96 @@ def _same_listed(in_set, c: Candidates):
     up to four candidates, in the order (pass 0, i then k), (0, k then i), (1, i then k),
     (1, k then i): the candidate and its transpose (slots swapped) in both passes.
     """
+    lanes = _lanes(in_set, 1)
     twin = c.twin_same & other_pass(in_set)
-    in_second_pass = jnp.arange(NUM_CANDIDATES) >= PASS_SIZE
+    in_second_pass = _const(np.arange(NUM_CANDIDATES) >= PASS_SIZE, lanes).astype(np.uint8)
     same, earlier = in_set | twin, twin & in_second_pass
     exits = _to_slots(in_set & c.double_exit)[0]
-    swapped = _transposed(exits)  # [2, 15, 17]: the transpose lists the same pair
+    swapped = _transposed(exits)  # [2, 15, 17, *lanes]: the transpose lists the same pair
     either = exits | swapped
-    later_slot_first = jnp.arange(NUM_FIRST)[:, None] > jnp.arange(NUM_SLOTS)  # [15, 17]
+    later_slot_first = _mask(_const(np.arange(NUM_FIRST)[:, None] > np.arange(NUM_SLOTS), lanes))
     exit_same = jnp.broadcast_to(either[0] | either[1], either.shape)
     exit_earlier = jnp.stack([later_slot_first & swapped[0],
                               either[0] | (later_slot_first & swapped[1])])
-    to_flat = lambda grid: _to_flat(grid, False) & c.double_exit
+    to_flat = lambda grid: _to_flat(grid, 0) & c.double_exit
     return same | to_flat(exit_same), earlier | to_flat(exit_earlier)
 
 
 def earliest(in_set, c: Candidates):
-    """bool[N]: the candidate of `in_set` that the reference lists first (none if empty)."""
-    return in_set & (c.order == jnp.min(jnp.where(in_set, c.order, NO_ORDER)))
+    """bool[N, *lanes]: the candidate of `in_set` that the reference lists first (none if
+    empty)."""
+    return in_set & (c.order == jnp.min(jnp.where(in_set, c.order, NO_ORDER), axis=0))
 
 
 def member(in_set, c: Candidates):
-    """bool[N]: whether each candidate's generated pair is listed by a candidate in `in_set`
-    (never for a swapped pair, which no candidate lists in that order)."""
-    return ~c.swapped & _same_listed(in_set, c)[0]
+    """bool[N, *lanes]: whether each candidate's generated pair is listed by a candidate in
+    `in_set` (never for a swapped pair, which no candidate lists in that order)."""
+    return _not(c.swapped) & _same_listed(in_set, c)[0]
 
 
 def first_listed(in_set, c: Candidates):
-    """bool[N]: candidates in `in_set` whose listed pair no earlier candidate lists (dedup)."""
-    return in_set & ~_same_listed(in_set, c)[1]
+    """bool[N, *lanes]: candidates in `in_set` whose listed pair no earlier candidate lists
+    (dedup)."""
+    return in_set & _not(_same_listed(in_set, c)[1])
 
 
 def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
-    """bool[N]: the candidates the reference lists (before dedup) for one call of its
-    sequence generator.
+    """bool[N, *lanes]: the candidates the reference lists (before dedup) for one call of
+    its sequence generator.
 
     `filling`: the quarter-filling set that restricts the list (None: rule ignored).
     `exact`: the sequences without exceeding numbers, for the bear-off rule (None: ignored).
     """
+    lanes = _lanes(c.order, 1)
     ok = c.first_ok & c.second_ok & c.rules_ok
     if not with_excess:
-        ok &= ~c.exceeding
+        ok &= _not(c.exceeding)
     if filling is not None:
-        ok &= ~jnp.any(filling) | member(filling, c)
+        ok &= _not(jnp.max(filling, axis=0)) | member(filling, c)
     if exact is not None:
         exit_ok = c.exit_outside_ok & (member(exact, c)
-                                       | (~jnp.any(exact) & c.exit_farthest_ok))
-        ok &= ~c.has_exit | exit_ok
+                                       | (_not(jnp.max(exact, axis=0)) & c.exit_farthest_ok))
+        ok &= _not(c.has_exit) | exit_ok
     # A first move alone is listed when no second move goes with it (exceeding numbers
     # allowed only), and in the second pass only when the first pass listed nothing.
     per_slot, per_pass = _to_slots(ok)
     if with_excess:
-        alone = ~jnp.any(per_slot[:, :, :EMPTY_SLOT], axis=-1)  # [2, 24]
-        first_pass_empty = ~jnp.any(per_slot[0]) & ~per_pass[0]
-        alone &= jnp.stack([True, first_pass_empty])[:, None]
+        alone = _not(jnp.max(per_slot[:, :, :EMPTY_SLOT], axis=2))  # [2, 15, *lanes]
+        first_pass_empty = _not(jnp.max(ok[:PASS_SIZE], axis=0))
+        alone &= jnp.stack([jnp.ones_like(first_pass_empty), first_pass_empty])[:, None]
     else:
-        alone = jnp.zeros((2, NUM_FIRST), bool)
-    per_slot = per_slot.at[:, :, EMPTY_SLOT].set(per_slot[:, :, EMPTY_SLOT] & alone)
+        alone = jnp.zeros((2, NUM_FIRST) + lanes, jnp.uint8)
+    per_slot &= _mask(_const(np.arange(NUM_SLOTS) != EMPTY_SLOT, lanes)) | alone[:, :, None]
     ok = _to_flat(per_slot, per_pass)
     # Pairs with a single move are dropped when any pair has two.
-    return jnp.where(jnp.any(ok & c.is_full), ok & c.is_full, ok)
+    full = ok & c.is_full
+    return jnp.where(jnp.max(full, axis=0), full, ok)
 
 
 class MoveLists(NamedTuple):
     """The reference's three sequence lists for one position and roll, as candidate masks."""
 
     candidates: Candidates
-    filling: jnp.ndarray  # bool[N]: quarter-filling sequences (rules on exits/quarters ignored)
-    exact: jnp.ndarray  # bool[N]: sequences without exceeding numbers (exit rule ignored)
-    legal: jnp.ndarray  # bool[N]: the legal sequences
+    filling: jnp.ndarray  # uint8[N, *lanes]: quarter-filling sequences (exit/quarter rules ignored)
+    exact: jnp.ndarray  # uint8[N, *lanes]: sequences without exceeding numbers (exit rule ignored)
+    legal: jnp.ndarray  # uint8[N, *lanes]: the legal sequences
 
 
 def move_lists(board, dice) -> MoveLists:
-    """Legal sequences of view board int32[24] with dice int32[2]."""
-    c = candidates(board, dice)
-    filling = _sequences(c, with_excess=True) & c.fills
-    exact = _sequences(c, with_excess=False, filling=filling)
-    legal = _sequences(c, with_excess=True, filling=filling, exact=exact)
+    """Legal sequences of view board int[24, *lanes] with dice int[2, *lanes]."""
+    c = _computed_once(candidates, board, dice)
+    filling = _computed_once(lambda b, c: _sequences(c, with_excess=True) & c.fills, board, c)
+    exact = _computed_once(lambda b, c, f: _sequences(c, with_excess=False, filling=f),
+                           board, c, filling)
+    legal = _computed_once(lambda b, c, f, e: _sequences(c, with_excess=True, filling=f, exact=e),
+                           board, c, filling, exact)
     return MoveLists(c, filling, exact, legal)
 
 
-def encode(board, dice, pair):
-    """Action index of move pairs int[4, ...] (component-major) on view board int32[24].
+def encode(dice, pair, ordinal):
+    """Action index int32[...] of move pairs int[4, ...] (component-major) with dice
+    int[2, *lanes]; `ordinal` int[2, ...]: the own checkers on fields up to each move's
+    origin (`Candidates.listed_ordinal`).
 
     The reference infers which die the first move used from the pair: the distance of a
     normal move, the other die when only the second move is normal, and for two bear-offs
@@ -407,10 +477,28 @@ def encode(board, dice, pair):
     two_exits = jnp.where((a < c) | (c == 0), hi, lo)
     die1 = jnp.where(b > 0, b - a, jnp.where(d > 0, jnp.where(d - c == v0, v1, v0), two_exits))
     die1 += (b == 12) & (d == 12) & (hi + jnp.minimum(a, c) != 12)
-    cum = B.cumulative_checkers(board).astype(jnp.int8)
-    checker1 = B.lookup(cum, a).astype(jnp.int32)
-    checker2 = B.lookup(cum, c) - ((a > 0) & (c >= a)) + ((a > 0) & (b > 0) & (c >= b))
+    checker1 = ordinal[0].astype(jnp.int32)
+    checker2 = ordinal[1] - ((a > 0) & (c >= a)) + ((a > 0) & (b > 0) & (c >= b))
     return jnp.where(die1 == v0, 2, 258) + 16 * checker1 + checker2.astype(jnp.int32)
+
+
+def move_actions(board, dice, lists: MoveLists):
+    """bool[514, *lanes]: the Move actions of the legal sequences in `lists`."""
+    lanes = _lanes(board, 1)
+    games = int(np.prod(lanes))
+    c = lists.candidates
+    action = jnp.where(lists.legal, encode(dice, c.listed, c.listed_ordinal), 514)
+    action = action.reshape(NUM_CANDIDATES, games)
+    game = jnp.broadcast_to(jnp.arange(games), action.shape)
+    mask = jnp.zeros((514, games), jnp.uint8).at[action, game].set(1, mode="drop")
+    return mask.reshape((514,) + lanes) != 0
+
+
+@game_minor
+def legal_moves(board, dice):
+    """bool[514]: the Move actions of the legal sequences of view board int[24] with dice
+    int[2] (the decision's mask before `decision_mask`)."""
+    return move_actions(board, dice, move_lists(board, dice))
 
 
 def decode(board, dice, action):
@@ -435,20 +523,18 @@ def decode(board, dice, action):
 
 
 def legal_action_mask(board, dice, hold_or_go):
-    """bool[514] for a decision on view board int32[24] with dice int32[2].
+    """bool[514] for a decision on view board int32[24] with dice int32[2]."""
+    return decision_mask(dice, legal_moves(board, dice), hold_or_go)
+
+
+def decision_mask(dice, moves, hold_or_go):
+    """bool[514]: the legal actions of a decision whose legal Move actions are `moves`.
 
     In the Move stage an empty list means the empty action; in HoldOrGoChoice, Go (1) is
     added and there is no empty fallback.
     """
-    lists = move_lists(board, dice)
-    return mask_from_lists(board, dice, lists, hold_or_go)
-
-
-def mask_from_lists(board, dice, lists: MoveLists, hold_or_go):
-    """bool[514] from already computed move lists (see `legal_action_mask`)."""
     hold_or_go = jnp.asarray(hold_or_go, bool)
-    index = encode(board, dice, lists.candidates.listed)
-    mask = jnp.zeros(514, bool).at[jnp.where(lists.legal, index, 514)].set(True, mode="drop")
+    actions = jnp.arange(514)
     empty_action = jnp.where(dice[0] >= dice[1], 2, 258)
-    mask = mask.at[empty_action].set(mask[empty_action] | (~jnp.any(lists.legal) & ~hold_or_go))
-    return mask.at[1].set(hold_or_go)
+    moves |= (actions == empty_action) & ~jnp.any(moves) & ~hold_or_go
+    return jnp.where(actions == 1, hold_or_go, moves)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
+from trictrac_jax.lanes import game_minor
 
 # The reference's Jan enum, in its declaration order.
 JANS = ("FilledQuarter", "TrueHitSmallJan", "TrueHitBigJan", "TrueHitOpponentCorner",
@@ -23,13 +25,15 @@ JANS = ("FilledQuarter", "TrueHitSmallJan", "TrueHitBigJan", "TrueHitOpponentCor
 # Points per way: [jan, double roll?].
 JAN_VALUES = jnp.array([[4, 6], [4, 6], [2, 4], [4, 6], [4, 6], [4, 6], [4, 6], [4, 6],
                         [-4, -6], [-2, -4], [-4, -6], [-4, -6], [-2, -4]], jnp.int32)
+HIT_JANS = (TRUE_HIT_SMALL, TRUE_HIT_BIG, FALSE_HIT_SMALL, FALSE_HIT_BIG)  # see `_hits`
 # Jans made by a single move pair (their `pairs` row in RollJans).
 PAIR_JANS = (TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES, TWO_TABLES, MEZEAS,
              CONTRE_TWO_TABLES, CONTRE_MEZEAS, HELPLESS_MAN)
 
 
 class RollJans(NamedTuple):
-    """The jans of one roll. `ways[j]` is the number of ways jan j is made."""
+    """The jans of one roll. `ways[j]` is the number of ways jan j is made. Arrays have the
+    board's trailing game axes (none for one position, see moves.py)."""
 
     ways: jnp.ndarray  # int32[13]
     points: jnp.ndarray  # int32[2]: [roller, opponent]
@@ -50,18 +54,27 @@ def _hits(board, dice):
     when both are blocked; a tout d'une never hits on a rest corner. Hits on fields 1-6 and
     19-24 are small-jan hits, the others big-jan hits.
     """
+    lanes = board.shape[1:]
+    const = lambda values: np.asarray(values).reshape((1, 3) + (1,) * len(lanes))
     v0, v1 = dice[0], dice[1]
-    steps = jnp.stack([v0, v1, v0 + v1])  # int32[3]
-    to = B.FIELDS[:, None] + steps[None, :]  # [24, 3]
-    target = B.ahead(jnp.broadcast_to(board, (3, 24)), steps, max_steps=12).T  # [24, 3]
+    steps = jnp.stack([v0, v1, v0 + v1])  # [3, *lanes]
+    to = B.leading(B.FIELDS.astype(jnp.int32), 1 + len(lanes)) + steps[None]  # [24, 3, *lanes]
+    target = B.ahead(board, steps, max_steps=12)  # [24, 3, *lanes]
     hit = (board[:, None] > 0) & (to <= 24) & (target == -1)
-    hit &= jnp.array([True, False, True]) | (v0 != v1)  # a double's two dice: one move
-    hit &= jnp.array([True, True, False]) | ((to != 12) & (to != 13))
-    true_hit = jnp.array([True, True, False]) | jnp.any(target[:, :2] > -2, -1)[:, None]
+    hit &= const([True, False, True]) | (v0 != v1)  # a double's two dice: one move
+    hit &= const([True, True, False]) | ((to != 12) & (to != 13))
+    true_hit = const([True, True, False]) | jnp.any(target[:, :2] > -2, axis=1)[:, None]
     small = (to < 7) | (to > 18)
     jan = jnp.where(true_hit, jnp.where(small, TRUE_HIT_SMALL, TRUE_HIT_BIG),
                     jnp.where(small, FALSE_HIT_SMALL, FALSE_HIT_BIG))
     return jnp.where(hit, jan, -1), to
+
+
+def _first_true(mask, axis, none):
+    """Index of the first True of `mask` along `axis` (`none` if there is none)."""
+    index = np.arange(mask.shape[axis]).reshape((-1,) + (1,) * (mask.ndim - axis - 1))
+    return jnp.where(jnp.any(mask, axis), jnp.min(jnp.where(mask, index, mask.shape[axis]),
+                                                   axis), none)
 
 
 def _missing_for_quarter(board):
@@ -72,22 +85,22 @@ def _missing_for_quarter(board):
     quarter; the first quarter missing fewer than 3 checkers is taken, and counts as
     missing none when the mover can no longer fill it.
     """
-    q = B.quarters(board)  # [4, 6]
-    pos = jnp.arange(6)
-    last_opp = jnp.max(jnp.where(q < 0, pos, -1), axis=-1, keepdims=True)
+    q = B.quarters(board)  # [4, 6, *lanes]
+    pos = B.leading(jnp.arange(6), board.ndim - 1)  # [6, 1, ...]
+    last_opp = jnp.max(jnp.where(q < 0, pos, -1), axis=1, keepdims=True)
     after = pos > last_opp
-    missing = jnp.sum(jnp.where(after, jnp.clip(2 - q, 0, 2), 0), axis=-1)  # [4]
-    first = jnp.argmax(after & (q < 2), axis=-1)  # [4]
+    missing = jnp.sum(jnp.where(after, jnp.clip(2 - q, 0, 2), 0), axis=1)  # [4, *lanes]
+    first = _first_true(after & (q < 2), axis=1, none=0)  # [4, *lanes]
     found = missing < 3
-    quarter = jnp.argmax(found)
-    n = jnp.where(jnp.any(found), missing[quarter], 3)
-    fillable = B.own_fillable_quarters(board)[quarter]
+    quarter = _first_true(found, axis=0, none=0)
+    n = jnp.where(jnp.any(found, axis=0), B.lookup(missing, quarter), 3)
+    fillable = B.lookup(B.own_fillable_quarters(board), quarter)
     n = jnp.where((n > 0) & (n < 3) & ~fillable, 0, n)
-    return n, 6 * quarter + first[quarter] + 1
+    return n, 6 * quarter + B.lookup(first, quarter) + 1
 
 
 def _filled_quarter_ways(board, dice, lists: M.MoveLists):
-    """int32[N]: how many times each quarter-filling sequence is counted.
+    """int32[N, *lanes]: how many times each quarter-filling sequence is counted.
 
     Filling the last 2 missing checkers: every filling sequence counts. The last one: one
     way per distinct origin of a checker reaching the missing field. Keeping a filled
@@ -106,33 +119,35 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     # A checker reaches `dest` with one die, both (tout d'une) or one short of a die
     # (puissance): these are the only possible origins.
     v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
-    possible = dest - jnp.stack([v0, v1, v0 + v1, v0 - 1, v1 - 1])  # [5]
+    possible = dest - jnp.stack([v0, v1, v0 + v1, v0 - 1, v1 - 1])  # [5, *lanes]
     # each distinct origin once (v0 == v1 repeats some), fields only
-    distinct = (possible > 0) & ~jnp.any(jnp.tril(possible[:, None] == possible, -1), axis=-1)
-    seen = ((origin_a[:, None] == possible) | (origin_b[:, None] == possible)) & distinct
-    first_seen = jnp.min(jnp.where(seen, order[:, None], jnp.int16(M.NO_ORDER)), axis=0)
+    earlier = np.tril(np.ones((5, 5), bool), -1).reshape((5, 5) + (1,) * (board.ndim - 1))
+    distinct = (possible > 0) & ~jnp.any(earlier & (possible[:, None] == possible[None]), axis=1)
+    seen = ((origin_a[None] == possible[:, None]) | (origin_b[None] == possible[:, None]))
+    seen &= distinct[:, None]  # [5, N, *lanes]
+    first_seen = jnp.min(jnp.where(seen, order[None], jnp.int16(M.NO_ORDER)), axis=1)
     # each origin counts once, on the first sequence that brings a checker from it
-    one_missing = jnp.sum((first_seen == order[:, None]) & seqs[:, None], axis=-1, dtype=jnp.int32)
-    last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1))))
+    one_missing = jnp.sum((first_seen[:, None] == order[None]) & seqs[None], axis=0,
+                          dtype=jnp.int32)
+    last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1)), axis=0))
     ways = jnp.select([n == 0, n == 1, n == 2], [last, one_missing, seqs], jnp.zeros_like(seqs))
     return ways.astype(jnp.int32)
 
 
 def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
-    """Jans of view board int32[24] rolled `dice` int32[2]; `roll_count` counts this roll.
+    """Jans of view board int[24, *lanes] rolled `dice` int[2, *lanes]; `roll_count` counts
+    this roll.
 
     `lists` are the move lists of the same board and dice (shared with the legal mask).
     """
+    lanes = board.shape[1:]
     v0, v1 = dice[0], dice[1]
     hi, lo = jnp.maximum(v0, v1), jnp.minimum(v0, v1)
     own = jnp.maximum(board, 0)
     at = lambda f: B.at_field(board, f)
+    fields = B.leading(B.FIELDS.astype(jnp.int32), len(lanes))
     corner, opp_corner = jnp.abs(at(12)), jnp.abs(at(13))
-    pairs = jnp.zeros((13, 4), jnp.int32)
-    present = jnp.zeros(13, bool)
-
-    def put(jan, ok, pair):
-        return pairs.at[jan].set(jnp.stack(pair).astype(jnp.int32)), present.at[jan].set(ok)
+    made = {}  # jan -> (made?, its pair)
 
     # Hit the opponent's empty corner with both dice while holding one's own.
     src0, src1 = 13 - v0, 13 - v1
@@ -140,70 +155,91 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     ok = jnp.where(src0 == src1, at(src0) > need(src0, 1),
                    (at(src0) > need(src0, 0)) & (at(src1) > need(src1, 0)))
     ok &= (corner != 0) & (opp_corner == 0) & (at(src0) > 0) & (at(src1) > 0)
-    pairs, present = put(TRUE_HIT_CORNER, ok, (src0, 13, src1, 13))
+    made[TRUE_HIT_CORNER] = ok, (src0, 13, src1, 13)
 
     # First to bear off all checkers: fewer than 3 left and both dice take them off
     # (the reference's test is "beyond field 23", so landing on 24 counts).
-    total = jnp.sum(own)
+    total = jnp.sum(own, axis=0)
     occupied = own > 0
-    high = jnp.where(jnp.any(occupied), 24 - jnp.argmax(occupied[::-1]), 24)
-    rest = occupied & (B.FIELDS < high)
-    second = jnp.where(at(high) > 1, high, jnp.where(jnp.any(rest), 24 - jnp.argmax(rest[::-1]), 24))
+    high = jnp.where(jnp.any(occupied, axis=0), B.highest_field(occupied), 24)
+    rest = occupied & (fields < high)
+    second = jnp.where(at(high) > 1, high,
+                       jnp.where(jnp.any(rest, axis=0), B.highest_field(rest), 24))
     ok = (total < 3) & (high + hi > 23) & (second + lo > 23)
-    pairs, present = put(FIRST_TO_EXIT, ok, (high, 0, jnp.where(total > 1, second, 0), 0))
+    made[FIRST_TO_EXIT] = ok, (high, 0, jnp.where(total > 1, second, 0), 0)
 
     # Six tables on the third roll: 4 single checkers, fields 2..7 missing exactly the two
     # fields that the dice reach from field 1.
-    six = jnp.arange(2, 8)
-    missing6 = own[six - 1] == 0
-    m0 = six[jnp.argmax(missing6)]
-    m1 = six[5 - jnp.argmax(missing6[::-1])]
-    ok = (roll_count == 3) & (jnp.sum(own == 1) == 4) & (jnp.sum(missing6) == 2)
-    ok &= (jnp.minimum(v0, v1) + 1 == m0) & (jnp.maximum(v0, v1) + 1 == m1)
-    pairs, present = put(SIX_TABLES, ok, (1, m0, 1, m1))
+    six = B.leading(jnp.arange(2, 8), len(lanes))
+    missing6 = own[1:7] == 0
+    m0 = jnp.where(jnp.any(missing6, axis=0), jnp.min(jnp.where(missing6, six, 8), axis=0), 2)
+    m1 = jnp.where(jnp.any(missing6, axis=0), jnp.max(jnp.where(missing6, six, 1), axis=0), 7)
+    ok = (roll_count == 3) & (jnp.sum(own == 1, axis=0) == 4) & (jnp.sum(missing6, axis=0) == 2)
+    ok &= (lo + 1 == m0) & (hi + 1 == m1)
+    made[SIX_TABLES] = ok, (1, m0, 1, m1)
 
     # Talon of 13 and two checkers out: two tables (both corners at once) and mezeas
     # (both checkers on the corner, a 1 rolled); "contre" when the opponent holds his corner.
-    out = jnp.where(B.FIELDS > 1, own, 0)
-    talon = (own[0] == 13) & (jnp.sum(out) == 2)
-    fa = 24 - jnp.argmax(out[::-1] > 0)  # higher field
-    fb = jnp.where(out[fa - 1] > 1, fa, 24 - jnp.argmax((out * (B.FIELDS < fa))[::-1] > 0))
+    out = jnp.where(fields > 1, own, 0)
+    talon = (own[0] == 13) & (jnp.sum(out, axis=0) == 2)
+    fa = jnp.where(jnp.any(out > 0, axis=0), B.highest_field(out > 0), 24)  # higher field
+    below = (out > 0) & (fields < fa)
+    fb = jnp.where(B.at_field(out, fa) > 1, fa,
+                   jnp.where(jnp.any(below, axis=0), B.highest_field(below), 24))
     lands = lambda x, y: ((fa + v0 == x) & (fb + v1 == y)) | ((fa + v1 == x) & (fb + v0 == y))
     to_a = jnp.where(lands(12, 13), 12, 13)
     two = talon & (lands(12, 13) | lands(13, 12))
     contre = opp_corner != 0
     pair = (fa, to_a, fb, 25 - to_a)
-    pairs, present = put(TWO_TABLES, two & ~contre, pair)
-    pairs, present = put(CONTRE_TWO_TABLES, two & contre, pair)
+    made[TWO_TABLES] = two & ~contre, pair
+    made[CONTRE_TWO_TABLES] = two & contre, pair
     mezeas = talon & (fa == 12) & (fb == 12) & ((v0 == 1) | (v1 == 1))
     pair = (12, 12 + v0, 12, 12 + v1)
-    pairs, present = put(MEZEAS, mezeas & ~contre, pair)
-    pairs, present = put(CONTRE_MEZEAS, mezeas & contre, pair)
+    made[MEZEAS] = mezeas & ~contre, pair
+    made[CONTRE_MEZEAS] = mezeas & contre, pair
 
     # Helpless man: a die that no legal sequence plays (puissance moves play neither).
     legal = lists.legal
     seq = lists.candidates.listed
 
     def playable(die):
-        frm, to = seq[0::2], seq[1::2]  # [2, N]: both moves of each pair
+        frm, to = seq[0::2], seq[1::2]  # [2, N, *lanes]: both moves of each pair
         doable = ((to == 0) & (25 - frm <= die)) | ((frm < to) & (to - frm == die))
-        return jnp.any(legal & doable)
+        return jnp.any(legal & doable, axis=(0, 1))
 
-    none = ~jnp.any(legal)
+    none = ~jnp.any(legal, axis=0)
     first = M.earliest(legal, lists.candidates)
-    first_seq = jnp.sum(jnp.where(first, seq, 0), axis=-1, dtype=seq.dtype)
+    first_seq = jnp.sum(jnp.where(first, seq, 0), axis=1, dtype=seq.dtype)  # [4, *lanes]
     ok = none | ~playable(v0) | ~playable(v1)
-    pairs, present = put(HELPLESS_MAN, ok, tuple(jnp.where(none, 0, first_seq)))
+    made[HELPLESS_MAN] = ok, tuple(jnp.where(none, 0, first_seq))
+
+    row = lambda pair: jnp.stack([jnp.broadcast_to(jnp.asarray(x, jnp.int32), lanes) for x in pair])
+    pairs = jnp.stack([row(made[j][1] if j in made else (0,) * 4) for j in range(13)])
+    present = jnp.stack([made[j][0] if j in made else jnp.zeros(lanes, bool) for j in range(13)])
 
     hit_jan, hit_to = _hits(board, dice)
     fill_ways = _filled_quarter_ways(board, dice, lists)
+    jan = B.leading(jnp.arange(13), len(lanes))
     ways = present.astype(jnp.int32)
-    ways += jnp.sum(hit_jan[..., None] == jnp.arange(13), axis=(0, 1))
-    ways = ways.at[FILLED_QUARTER].add(jnp.sum(fill_ways))
-    double = jnp.full(13, v0 == v1).at[HELPLESS_MAN].set(none)
-    value = jnp.where(double, JAN_VALUES[:, 1], JAN_VALUES[:, 0]) * ways
-    points = jnp.stack([jnp.sum(jnp.maximum(value, 0)), jnp.sum(jnp.maximum(-value, 0))])
+    ways += jnp.stack([jnp.sum(hit_jan == j, axis=(0, 1), dtype=jnp.int32) if j in HIT_JANS
+                       else jnp.zeros(lanes, jnp.int32) for j in range(13)])
+    ways += jnp.where(jan == FILLED_QUARTER, jnp.sum(fill_ways, axis=0), 0)
+    double = jnp.where(jan == HELPLESS_MAN, none, v0 == v1)
+    values = jnp.where(double, B.leading(JAN_VALUES[:, 1], len(lanes)),
+                       B.leading(JAN_VALUES[:, 0], len(lanes))) * ways
+    points = jnp.stack([jnp.sum(jnp.maximum(values, 0), axis=0),
+                        jnp.sum(jnp.maximum(-values, 0), axis=0)])
     return RollJans(ways, points, hit_jan, hit_to, fill_ways, pairs, none)
+
+
+@game_minor
+def roll_outcome(board, dice, roll_count):
+    """What a roll gives on view board int[24] with dice int[2] (`roll_count`: this roll's
+    number): int32[2] points for [roller, opponent], and bool[514] the legal Move actions
+    (see `moves.decision_mask`)."""
+    lists = M.move_lists(board, dice)
+    jans = roll_jans(board, dice, roll_count, lists)
+    return jans.points, M.move_actions(board, dice, lists)
 
 
 def total_score(state):

@@ -35,6 +35,7 @@ from trictrac_jax import io
 from trictrac_jax import moves as M
 from trictrac_jax import scoring as S
 from trictrac_jax.env import Trictrac, dice_to_outcome
+from trictrac_jax.lanes import game_minor
 
 CHECKS = ("legal", "moves", "state", "points", "jans", "observation", "string_id")
 BATCH = 512
@@ -63,11 +64,17 @@ def read_jsonl(path: str):
 
 
 def roll_details(state, dice):
-    """Jans of rolling `dice` in `state` (whose player is to roll), on his view."""
+    """Jans of rolling `dice` in `state` (whose player is to roll), on his view, and the
+    candidates' listed pairs int[N, 4]."""
     view = B.view_board(state._board, state.current_player)
-    lists = M.move_lists(view, dice)
     count = state._dice_roll_count[state.current_player] + 1
-    return S.roll_jans(view, dice, count, lists), jnp.moveaxis(lists.candidates.listed, 0, -1)
+    return _roll_details(view, dice, count)
+
+
+@game_minor
+def _roll_details(view, dice, count):
+    lists = M.move_lists(view, dice)
+    return S.roll_jans(view, dice, count, lists), jnp.moveaxis(lists.candidates.listed, 0, 1)
 
 
 def _make_kernels(env: Trictrac):
