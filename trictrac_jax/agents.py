@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac
+from trictrac_jax.lanes import game_minor
 from trictrac_jax.state import NUM_ACTIONS
 from trictrac_jax.scoring import total_score
 
@@ -24,9 +25,19 @@ def random_agent(key, state):
     """
     mask = state.legal_action_mask
     k = jax.random.randint(key, (), 0, jnp.maximum(jnp.sum(mask), 1))
-    # index of the first position where the running count exceeds k (counted, not argmax:
-    # the running count never decreases)
-    return jnp.sum(jnp.cumsum(mask, dtype=jnp.int32) <= k).astype(jnp.int32)
+    return _kth_true(mask, k)
+
+
+@game_minor
+def _kth_true(mask, k):
+    """Index of the (k + 1)-th True of bool[n, *games] along its first axis (n if none).
+
+    The running count is an associative scan, games last (see lanes.py): `jnp.cumsum` is a
+    reduce-window on CPU, quadratic in n. It is then counted, not searched (it never
+    decreases).
+    """
+    count = jax.lax.associative_scan(jnp.add, mask.astype(jnp.int16), axis=0)
+    return jnp.sum(count <= k, axis=0).astype(jnp.int32)
 
 
 def first_agent(key, state):

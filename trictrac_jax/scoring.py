@@ -123,12 +123,12 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     # each distinct origin once (v0 == v1 repeats some), fields only
     earlier = np.tril(np.ones((5, 5), bool), -1).reshape((5, 5) + (1,) * (board.ndim - 1))
     distinct = (possible > 0) & ~jnp.any(earlier & (possible[:, None] == possible[None]), axis=1)
-    seen = ((origin_a[None] == possible[:, None]) | (origin_b[None] == possible[:, None]))
-    seen &= distinct[:, None]  # [5, N, *lanes]
-    first_seen = jnp.min(jnp.where(seen, order[None], jnp.int16(M.NO_ORDER)), axis=1)
     # each origin counts once, on the first sequence that brings a checker from it
-    one_missing = jnp.sum((first_seen[:, None] == order[None]) & seqs[None], axis=0,
-                          dtype=jnp.int32)
+    one_missing = jnp.zeros(seqs.shape, jnp.int32)
+    for origin, counts in zip(possible, distinct):  # 5 reductions over [N, *lanes]
+        seen = ((origin_a == origin) | (origin_b == origin)) & counts
+        first_seen = jnp.min(jnp.where(seen, order, jnp.int16(M.NO_ORDER)), axis=0)
+        one_missing += seqs & (order == first_seen)
     last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1)), axis=0))
     ways = jnp.select([n == 0, n == 1, n == 2], [last, one_missing, seqs], jnp.zeros_like(seqs))
     return ways.astype(jnp.int32)
