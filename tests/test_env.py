@@ -224,3 +224,22 @@ def test_pmap_and_sharding_match_vmap():
     result = subprocess.run([sys.executable, "-c", code], env=env, cwd=root,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+
+
+def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
+    """Batches above lanes.CPU_CHUNK games run the rules chunk by chunk: same states."""
+    from trictrac_jax import lanes
+
+    keys = jax.random.split(jax.random.PRNGKey(21), 64)
+    states = jax.vmap(ENV.init)(keys)
+    for k in jax.random.split(jax.random.PRNGKey(22), 12):  # varied positions
+        actions = jax.vmap(random_agent)(jax.random.split(k, 64), states)
+        states = jax.jit(jax.vmap(ENV.step))(states, actions, keys)
+    actions = jax.vmap(random_agent)(keys, states)
+    step = lambda: jax.jit(jax.vmap(ENV.step))(states, actions, keys)  # traced anew each call
+    one_pass = step()
+    monkeypatch.setattr(lanes, "CPU_CHUNK", 16)
+    chunked = step()
+    same = jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), one_pass, chunked)
+    assert all(jax.tree.leaves(same))
+    assert not bool(jnp.all(one_pass.legal_action_mask == states.legal_action_mask))

@@ -18,6 +18,11 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 
+# On CPU, larger batches run this many games at a time: the arrays of a chunk stay in the
+# cache (at 4096 games and more, one pass over the whole batch runs about 30% slower).
+CPU_CHUNK = 1024
+
+
 def game_minor(fn):
     """`fn(*arrays)` for one position, batched game-minor under `jax.vmap` (see module).
 
@@ -26,13 +31,21 @@ def game_minor(fn):
     """
     wrapped = custom_vmap(fn)
 
+    def minor(*args):  # batch-first arguments -> batch-first results
+        out = fn(*(jnp.moveaxis(x, 0, -1) for x in args))
+        return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out)
+
     @wrapped.def_vmap
     def _batched(axis_size, in_batched, *args):
-        args = [jnp.moveaxis(x, 0, -1) if batched
-                else jnp.broadcast_to(x[..., None], x.shape + (axis_size,))
+        args = [x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
                 for x, batched in zip(args, in_batched)]
-        out = fn(*args)
-        return (jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out),
-                jax.tree.map(lambda _: True, out))
+        chunks = axis_size // CPU_CHUNK
+        if jax.default_backend() == "cpu" and chunks > 1 and axis_size % CPU_CHUNK == 0:
+            split = lambda x: x.reshape((chunks, CPU_CHUNK) + x.shape[1:])
+            out = jax.lax.map(lambda chunk: minor(*chunk), [split(x) for x in args])
+            out = jax.tree.map(lambda x: x.reshape((axis_size,) + x.shape[2:]), out)
+        else:
+            out = minor(*args)
+        return out, jax.tree.map(lambda _: True, out)
 
     return functools.wraps(fn)(lambda *args: wrapped(*(jnp.asarray(x) for x in args)))
