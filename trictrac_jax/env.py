@@ -74,26 +74,33 @@ class Trictrac:
 
     def step(self, state: State, action, key) -> State:
         """Take `action` at a decision node, then roll the dice with `key` if needed."""
-        after = self.step_deterministic(state, action)
-        rolled = self.chance_step(after, sample_outcome(key))
-        return rolled.replace(rewards=after.rewards + rolled.rewards)
+        after = self._deterministic(state, action, observed=False)
+        rolled = self._chance(after, sample_outcome(key), observed=False)
+        # observed once, on the final state, rather than after each half
+        return rolled.replace(rewards=after.rewards + rolled.rewards, observation=observe(rolled))
 
     def step_deterministic(self, state: State, action) -> State:
         """Take `action`; the result waits for the dice (`is_chance`) unless the game ended."""
+        return self._deterministic(state, action, observed=True)
+
+    def chance_step(self, state: State, outcome) -> State:
+        """Roll the dice of chance outcome `outcome` (0..35) at a chance node; else a no-op."""
+        return self._chance(state, outcome, observed=True)
+
+    def _deterministic(self, state: State, action, observed: bool) -> State:
         action = jnp.asarray(action, jnp.int32)
         done = state.terminated | state.truncated
         legal = state.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)]
         legal &= (action >= 0) & (action < NUM_ACTIONS) & ~state.is_chance
         played = _decide(state, action)
         played = played.replace(_step_count=state._step_count + 1)
-        played = self._finish(played, rolled=False)
+        played = self._finish(played, rolled=False, observed=observed)
         forfeit = _forfeit(state)
         return jax.tree.map(lambda d, p, f: jnp.where(done, d, jnp.where(legal, p, f)),
                             state.replace(rewards=jnp.zeros(2, jnp.float32)), played, forfeit)
 
-    def chance_step(self, state: State, outcome) -> State:
-        """Roll the dice of chance outcome `outcome` (0..35) at a chance node; else a no-op."""
-        rolled = self._finish(_roll(state, CHANCE_DICE[outcome]), rolled=True)
+    def _chance(self, state: State, outcome, observed: bool) -> State:
+        rolled = self._finish(_roll(state, CHANCE_DICE[outcome]), rolled=True, observed=observed)
         keep = state.replace(rewards=jnp.zeros(2, jnp.float32))
         return jax.tree.map(lambda r, k: jnp.where(state.is_chance, r, k), rolled, keep)
 
@@ -106,8 +113,9 @@ class Trictrac:
         mask = jnp.where(deciding, M.legal_action_mask(view, state._dice, hold_or_go), False)
         return self._finish(state.replace(legal_action_mask=mask), rolled=True)
 
-    def _finish(self, state: State, rolled: bool) -> State:
-        """Derived fields: termination, rewards, truncation, chance flag, mask, observation."""
+    def _finish(self, state: State, rolled: bool, observed: bool = True) -> State:
+        """Derived fields: termination, rewards, truncation, chance flag, mask, observation
+        (left as it was unless `observed`)."""
         ended = state._stage == STAGE_ENDED
         winner = state.current_player  # the game only ends on a mark by the player to move
         rewards = jnp.where(ended, jnp.where(jnp.arange(2) == winner, 1.0, -1.0), 0.0)
@@ -118,7 +126,7 @@ class Trictrac:
         mask = jnp.where(ended | truncated, True, mask)
         return state.replace(rewards=rewards.astype(jnp.float32), terminated=ended,
                              truncated=truncated, is_chance=is_chance, legal_action_mask=mask,
-                             observation=observe(state))
+                             observation=observe(state) if observed else state.observation)
 
 
 def new_game() -> State:
