@@ -232,10 +232,10 @@ def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
 
     keys = jax.random.split(jax.random.PRNGKey(21), 64)
     states = jax.vmap(ENV.init)(keys)
+    agent, play_step = jax.jit(jax.vmap(random_agent)), jax.jit(jax.vmap(ENV.step))
     for k in jax.random.split(jax.random.PRNGKey(22), 12):  # varied positions
-        actions = jax.vmap(random_agent)(jax.random.split(k, 64), states)
-        states = jax.jit(jax.vmap(ENV.step))(states, actions, keys)
-    actions = jax.vmap(random_agent)(keys, states)
+        states = play_step(states, agent(jax.random.split(k, 64), states), keys)
+    actions = agent(keys, states)
     step = lambda: jax.jit(jax.vmap(ENV.step))(states, actions, keys)  # traced anew each call
     one_pass = step()
     monkeypatch.setattr(lanes, "CPU_CHUNK", 16)
