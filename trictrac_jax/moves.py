@@ -363,7 +363,7 @@ def _exit_rules(board, dice, pair, single_first, far_after_first):
 
 
 def _same_listed(in_set, c: Candidates):
-    """Two bool[N, *lanes]: some candidate in `in_set` lists the same pair as this
+    """Two masks uint8[N, *lanes]: some candidate in `in_set` lists the same pair as this
     candidate; an earlier one (in the reference's loop order) does.
 
     Two candidates list the same pair when they move checkers from the same fields to the
@@ -389,25 +389,25 @@ def _same_listed(in_set, c: Candidates):
 
 
 def earliest(in_set, c: Candidates):
-    """bool[N, *lanes]: the candidate of `in_set` that the reference lists first (none if
+    """uint8[N, *lanes]: the candidate of `in_set` that the reference lists first (none if
     empty)."""
     return in_set & (c.order == jnp.min(jnp.where(in_set, c.order, NO_ORDER), axis=0))
 
 
 def member(in_set, c: Candidates):
-    """bool[N, *lanes]: whether each candidate's generated pair is listed by a candidate in
+    """uint8[N, *lanes]: whether each candidate's generated pair is listed by a candidate in
     `in_set` (never for a swapped pair, which no candidate lists in that order)."""
     return _not(c.swapped) & _same_listed(in_set, c)[0]
 
 
 def first_listed(in_set, c: Candidates):
-    """bool[N, *lanes]: candidates in `in_set` whose listed pair no earlier candidate lists
+    """uint8[N, *lanes]: candidates in `in_set` whose listed pair no earlier candidate lists
     (dedup)."""
     return in_set & _not(_same_listed(in_set, c)[1])
 
 
 def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
-    """bool[N, *lanes]: the candidates the reference lists (before dedup) for one call of
+    """uint8[N, *lanes]: the candidates the reference lists (before dedup) for one call of
     its sequence generator.
 
     `filling`: the quarter-filling set that restricts the list (None: rule ignored).
