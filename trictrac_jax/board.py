@@ -20,8 +20,10 @@ _BELOW_OR_AT = np.tril(np.ones((24, 24), bool))  # [f, g]: field g + 1 <= field 
 
 
 def leading(values, ndim):
-    """`values` [n] as [n, 1, ..., 1], to broadcast over `ndim` trailing axes."""
-    return jnp.reshape(values, (-1,) + (1,) * ndim)
+    """`values` with `ndim` trailing unit axes, to broadcast over that many trailing (game)
+    axes."""
+    values = jnp.asarray(values)
+    return values.reshape(values.shape + (1,) * ndim)
 
 
 def _fields(ndim, dtype=jnp.int8):
@@ -86,7 +88,7 @@ def prefix_sum(values):
     A sum over a triangle rather than `cumsum`, which XLA's CPU backend runs as a slow
     reduce-window.
     """
-    below = _BELOW_OR_AT.reshape((24, 24) + (1,) * (values.ndim - 1))
+    below = leading(_BELOW_OR_AT, values.ndim - 1)
     return jnp.sum(jnp.where(below, values[None], 0), axis=1, dtype=values.dtype)
 
 

@@ -62,12 +62,6 @@ REFERENCE_PASS_SIZE = NUM_FIRST * 25 + 1
 NO_ORDER = 2**15 - 1  # after every `Candidates.order` (int16)
 
 
-def _const(values, lanes):
-    """A constant (numpy) with trailing unit axes for `lanes`."""
-    values = np.asarray(values)
-    return values.reshape(values.shape + (1,) * len(lanes))
-
-
 def _lanes(x, structure_ndim):
     return x.shape[structure_ndim:]
 
@@ -82,20 +76,22 @@ def _not(mask):
     return mask ^ 1
 
 
-def _computed_once(fn, *args):
-    """`fn(*args)`, materialised: computed in its own loop nest and read from memory.
+def _computed_once(board):
+    """`once(fn)` -> `fn()`, materialised: computed in its own loop nest and read from memory.
 
     XLA fuses an array's whole computation into every loop that reads it, recomputing it
     per reader (and per element of a reduction that is broadcast back). A while loop is a
     boundary it does not fuse across; this one runs once (more often only for boards that
-    cannot occur, with the same result), and its trip count is not known at compile time,
-    so XLA cannot inline it away.
+    cannot occur, with the same result), and its trip count, read off `board`, is not known
+    at compile time, so XLA cannot inline it away.
     """
-    board = args[0]
     trips = 1 + (jnp.max(board) > 15).astype(jnp.int32)  # a view board holds <= 15 per field
-    shapes = jax.eval_shape(fn, *args)
-    init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))
-    return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn(*args)), init)[1]
+
+    def once(fn):
+        init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                           jax.eval_shape(fn)))
+        return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn()), init)[1]
+    return once
 
 
 def other_pass(x):
@@ -218,7 +214,7 @@ def candidates(board, dice) -> Candidates:
     """
     board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)
     lanes = _lanes(board, 1)
-    const = lambda values: _const(values, lanes)
+    const = lambda values: B.leading(values, len(lanes))
     d_max, d_min = jnp.max(dice, 0), jnp.min(dice, 0)
     die_a = jnp.stack([d_max, d_min])  # [2, *lanes]: die of the first move, per pass
     die_b = jnp.stack([d_min, d_max])
@@ -290,7 +286,8 @@ def candidates(board, dice) -> Candidates:
                  B.lookup(cum, puis_pair[2]))])
     listed_ordinal = jnp.where(swapped, ordinal[::-1], ordinal)
     pass_start = np.arange(2, dtype=np.int16) * REFERENCE_PASS_SIZE
-    reference = const(pass_start[:, None, None] + np.arange(NUM_FIRST, dtype=np.int16)[:, None] * 25)
+    first_slot = np.arange(NUM_FIRST, dtype=np.int16)[:, None]
+    reference = const(pass_start[:, None, None] + first_slot * 25)
     order = _to_flat(reference + jnp.where(is_empty, 24, from1.astype(jnp.int16) - 1),
                      const(pass_start + REFERENCE_PASS_SIZE - 1))
 
@@ -375,12 +372,13 @@ def _same_listed(in_set, c: Candidates):
     """
     lanes = _lanes(in_set, 1)
     twin = c.twin_same & other_pass(in_set)
-    in_second_pass = _const(np.arange(NUM_CANDIDATES) >= PASS_SIZE, lanes).astype(np.uint8)
+    in_second_pass = _mask(B.leading(np.arange(NUM_CANDIDATES) >= PASS_SIZE, len(lanes)))
     same, earlier = in_set | twin, twin & in_second_pass
     exits = _to_slots(in_set & c.double_exit)[0]
     swapped = _transposed(exits)  # [2, 15, 17, *lanes]: the transpose lists the same pair
     either = exits | swapped
-    later_slot_first = _mask(_const(np.arange(NUM_FIRST)[:, None] > np.arange(NUM_SLOTS), lanes))
+    later_slot_first = _mask(B.leading(np.arange(NUM_FIRST)[:, None] > np.arange(NUM_SLOTS),
+                                       len(lanes)))
     exit_same = jnp.broadcast_to(either[0] | either[1], either.shape)
     exit_earlier = jnp.stack([later_slot_first & swapped[0],
                               either[0] | (later_slot_first & swapped[1])])
@@ -432,7 +430,7 @@ def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
         alone &= jnp.stack([jnp.ones_like(first_pass_empty), first_pass_empty])[:, None]
     else:
         alone = jnp.zeros((2, NUM_FIRST) + lanes, jnp.uint8)
-    per_slot &= _mask(_const(np.arange(NUM_SLOTS) != EMPTY_SLOT, lanes)) | alone[:, :, None]
+    per_slot &= _mask(B.leading(np.arange(NUM_SLOTS) != EMPTY_SLOT, len(lanes))) | alone[:, :, None]
     ok = _to_flat(per_slot, per_pass)
     # Pairs with a single move are dropped when any pair has two.
     full = ok & c.is_full
@@ -450,12 +448,11 @@ class MoveLists(NamedTuple):
 
 def move_lists(board, dice) -> MoveLists:
     """Legal sequences of view board int[24, *lanes] with dice int[2, *lanes]."""
-    c = _computed_once(candidates, board, dice)
-    filling = _computed_once(lambda b, c: _sequences(c, with_excess=True) & c.fills, board, c)
-    exact = _computed_once(lambda b, c, f: _sequences(c, with_excess=False, filling=f),
-                           board, c, filling)
-    legal = _computed_once(lambda b, c, f, e: _sequences(c, with_excess=True, filling=f, exact=e),
-                           board, c, filling, exact)
+    once = _computed_once(board)
+    c = once(lambda: candidates(board, dice))
+    filling = once(lambda: _sequences(c, with_excess=True) & c.fills)
+    exact = once(lambda: _sequences(c, with_excess=False, filling=filling))
+    legal = once(lambda: _sequences(c, with_excess=True, filling=filling, exact=exact))
     return MoveLists(c, filling, exact, legal)
 
 

@@ -55,7 +55,7 @@ def _hits(board, dice):
     19-24 are small-jan hits, the others big-jan hits.
     """
     lanes = board.shape[1:]
-    const = lambda values: np.asarray(values).reshape((1, 3) + (1,) * len(lanes))
+    const = lambda values: B.leading([values], len(lanes))  # [1, 3, *lanes]
     v0, v1 = dice[0], dice[1]
     steps = jnp.stack([v0, v1, v0 + v1])  # [3, *lanes]
     to = B.leading(B.FIELDS.astype(jnp.int32), 1 + len(lanes)) + steps[None]  # [24, 3, *lanes]
@@ -121,7 +121,7 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
     possible = dest - jnp.stack([v0, v1, v0 + v1, v0 - 1, v1 - 1])  # [5, *lanes]
     # each distinct origin once (v0 == v1 repeats some), fields only
-    earlier = np.tril(np.ones((5, 5), bool), -1).reshape((5, 5) + (1,) * (board.ndim - 1))
+    earlier = B.leading(np.tril(np.ones((5, 5), bool), -1), board.ndim - 1)
     distinct = (possible > 0) & ~jnp.any(earlier & (possible[:, None] == possible[None]), axis=1)
     # each origin counts once, on the first sequence that brings a checker from it
     one_missing = jnp.zeros(seqs.shape, jnp.int32)
