@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac
-from trictrac_jax.lanes import game_minor
+from trictrac_jax.lanes import cpu_chunked, game_minor
 from trictrac_jax.state import NUM_ACTIONS
 from trictrac_jax.scoring import total_score
 
@@ -16,6 +16,7 @@ _ENV = Trictrac(max_steps=None)  # lookahead only: never truncates
 WIN_BONUS = 1000.0  # a won game outweighs any score difference
 
 
+@cpu_chunked
 def random_agent(key, state):
     """Uniform over the legal actions.
 

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
 from trictrac_jax import scoring as S
+from trictrac_jax.lanes import cpu_chunked
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
                                 TS_ROLL_DICE, State)
@@ -74,6 +75,9 @@ class Trictrac:
 
     def step(self, state: State, action, key) -> State:
         """Take `action` at a decision node, then roll the dice with `key` if needed."""
+        return cpu_chunked(self._step)(state, action, key)
+
+    def _step(self, state: State, action, key) -> State:
         after = self._deterministic(state, action, observed=False)
         rolled = self._chance(after, sample_outcome(key), observed=False)
         # observed once, on the final state, rather than after each half

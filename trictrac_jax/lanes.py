@@ -1,13 +1,21 @@
-"""Game-minor batching: under `jax.vmap`, run a function with the games as its last axis.
+"""Batching rules for the engine's hot paths, under `jax.vmap`.
 
-The move rules (moves.py, scoring.py) are written for arrays whose structure axes come
-first and whose trailing axes, if any, are games ("lanes"). Called on one position they
-see no trailing axis. Under `jax.vmap`, `game_minor` moves the batch axis of every argument
-to the end, runs the function once on the whole batch, and moves the batch axis of every
-result back to the front. That layout is what XLA's CPU backend vectorises: its loops run
-along contiguous games, whereas with the batch axis first they run along short structure
+`game_minor`: the move rules (moves.py, scoring.py) are written for arrays whose structure
+axes come first and whose trailing axes, if any, are games ("lanes"). Called on one position
+they see no trailing axis. Under `jax.vmap`, `game_minor` moves the batch axis of every
+argument to the end, runs the function once on the whole batch, and moves the batch axis of
+every result back to the front. That layout is what XLA's CPU backend vectorises: its loops
+run along contiguous games, whereas with the batch axis first they run along short structure
 axes (17 second slots, 24 fields), broadcasts and reshapes between those axes need integer
 division per element, and most loops stay scalar.
+
+`cpu_chunked` (and `game_minor`): on CPU, a large batch runs `CPU_CHUNK` games at a time,
+so that the arrays of one chunk stay in the per-core cache. `Trictrac.step` and
+`agents.random_agent` are chunked as a whole, not only their game-minor parts: the
+batch-first rest of a step (the state's 514-action mask and 217 observation) then stays in
+the cache too.
+
+`computed_once`: the point where an array is materialised rather than fused into its readers.
 """
 from __future__ import annotations
 
@@ -18,9 +26,54 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 
-# On CPU, larger batches run this many games at a time: the arrays of a chunk stay in the
-# cache (at 4096 games and more, one pass over the whole batch runs about 30% slower).
+# On CPU, larger batches run this many games at a time: at 4096 games and more, one pass
+# over the whole batch runs about 30% slower (its arrays leave the per-core cache).
 CPU_CHUNK = 1024
+
+
+def _chunked_rule(fn, batched_fn):
+    """`fn` for one game, whose batch under `jax.vmap` is `batched_fn(*batch-first args)`,
+    run `CPU_CHUNK` games at a time on CPU for batches of several chunks."""
+    wrapped = custom_vmap(fn)
+
+    @wrapped.def_vmap
+    def _batched(axis_size, in_batched, *args):
+        broadcast = lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
+        args = jax.tree.map(broadcast, list(args), list(in_batched))
+        chunks = axis_size // CPU_CHUNK
+        if jax.default_backend() == "cpu" and chunks > 1 and axis_size % CPU_CHUNK == 0:
+            split = lambda x: x.reshape((chunks, CPU_CHUNK) + x.shape[1:])
+            out = jax.lax.map(lambda chunk: batched_fn(*chunk), jax.tree.map(split, args))
+            out = jax.tree.map(lambda x: x.reshape((axis_size,) + x.shape[2:]), out)
+        else:
+            out = batched_fn(*args)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return functools.wraps(fn)(lambda *args: wrapped(*jax.tree.map(jnp.asarray, args)))
+
+
+def cpu_chunked(fn):
+    """`fn(*pytrees)` for one game; under `jax.vmap` on CPU, batches of several `CPU_CHUNK`
+    run one chunk after the other (see module)."""
+    return _chunked_rule(fn, jax.vmap(fn))
+
+
+def computed_once(witness):
+    """`once(fn)` -> `fn()`, materialised: computed in its own loop nest and read from memory.
+
+    XLA fuses an array's whole computation into every loop that reads it, recomputing it
+    per reader (and per element of a reduction that is broadcast back). A while loop is a
+    boundary it does not fuse across; this one runs once: its trip count, read off the
+    array `witness` as 1 + (max < min), is not known at compile time, so XLA cannot inline
+    the loop away.
+    """
+    trips = 1 + (jnp.max(witness) < jnp.min(witness)).astype(jnp.int32)
+
+    def once(fn):
+        init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                           jax.eval_shape(fn)))
+        return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn()), init)[1]
+    return once
 
 
 def game_minor(fn):
@@ -29,23 +82,8 @@ def game_minor(fn):
     `fn` must accept arrays with any number of trailing game axes shared by all arguments;
     arguments that are not batched are broadcast to the batch.
     """
-    wrapped = custom_vmap(fn)
-
     def minor(*args):  # batch-first arguments -> batch-first results
         out = fn(*(jnp.moveaxis(x, 0, -1) for x in args))
         return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out)
 
-    @wrapped.def_vmap
-    def _batched(axis_size, in_batched, *args):
-        args = [x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
-                for x, batched in zip(args, in_batched)]
-        chunks = axis_size // CPU_CHUNK
-        if jax.default_backend() == "cpu" and chunks > 1 and axis_size % CPU_CHUNK == 0:
-            split = lambda x: x.reshape((chunks, CPU_CHUNK) + x.shape[1:])
-            out = jax.lax.map(lambda chunk: minor(*chunk), [split(x) for x in args])
-            out = jax.tree.map(lambda x: x.reshape((axis_size,) + x.shape[2:]), out)
-        else:
-            out = minor(*args)
-        return out, jax.tree.map(lambda _: True, out)
-
-    return functools.wraps(fn)(lambda *args: wrapped(*(jnp.asarray(x) for x in args)))
+    return _chunked_rule(fn, minor)

@@ -26,7 +26,8 @@ position, or one axis of games. Under `jax.vmap`, `legal_moves` and
 `scoring.roll_outcome` move the batch axis there (`lanes.game_minor`): XLA's CPU loops
 then run along contiguous games, whereas with the batch first they run along the short
 structure axes and mostly do not vectorise. For the same reason candidate masks are bytes
-(`_mask`) and the candidates and each list are materialised once (`_computed_once`).
+(`_mask`). What every candidate reads about the position (`Position`), the candidates and
+each list are materialised once (`lanes.computed_once`).
 
 Rules of the form "if any sequence does X, only those are allowed" become reductions over
 candidates. The reference builds three lists, each one using the previous ones:
@@ -49,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from trictrac_jax import board as B
-from trictrac_jax.lanes import game_minor
+from trictrac_jax.lanes import computed_once, game_minor
 
 NUM_PASSES, NUM_FIRST = 2, 15
 CHAINED_SLOT, EMPTY_SLOT = NUM_FIRST, NUM_FIRST + 1  # second slots after the 15 own fields
@@ -74,24 +75,6 @@ def _mask(x):
 
 def _not(mask):
     return mask ^ 1
-
-
-def _computed_once(board):
-    """`once(fn)` -> `fn()`, materialised: computed in its own loop nest and read from memory.
-
-    XLA fuses an array's whole computation into every loop that reads it, recomputing it
-    per reader (and per element of a reduction that is broadcast back). A while loop is a
-    boundary it does not fuse across; this one runs once (more often only for boards that
-    cannot occur, with the same result), and its trip count, read off `board`, is not known
-    at compile time, so XLA cannot inline it away.
-    """
-    trips = 1 + (jnp.max(board) > 15).astype(jnp.int32)  # a view board holds <= 15 per field
-
-    def once(fn):
-        init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
-                                           jax.eval_shape(fn)))
-        return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn()), init)[1]
-    return once
 
 
 def other_pass(x):
@@ -153,10 +136,10 @@ def _single_moves(field, count, die, landing, forbid, guard_corner):
     return ok, dest, exceeding
 
 
-def _pair_rules(board, pair):
+def _pair_rules(p: Position, pair):
     """Rules on a pair that do not depend on other sequences: bool[N, *lanes]."""
     f0, t0, f1, t1 = pair
-    corner = jnp.abs(B.at_field(board, B.OWN_CORNER))
+    corner = p.corner
     # Own corner: taken with two checkers at once, left with its last two at once.
     bad = (t0 == 12) | (t1 == 12)
     bad &= (t0 != t1) & (corner == 0)
@@ -164,8 +147,8 @@ def _pair_rules(board, pair):
     # Opponent's corner: never a destination, except as the rest of a tout d'une.
     bad |= (t1 == 13) | ((t0 == 13) & (t0 != f1))
     # No play in a quarter the opponent can still fill (a tout d'une only rests on its end).
-    opp_fillable = B.opp_fillable_quarters(board)  # only quarters 3 and 4 (fields 13-24) count
-    in_fillable = lambda t: (t > 12) & jnp.where(t > 18, opp_fillable[3], opp_fillable[2])
+    # (only quarters 3 and 4, fields 13-24, can be fillable by the opponent there)
+    in_fillable = lambda t: (t > 12) & jnp.where(t > 18, p.opp_fillable[3], p.opp_fillable[2])
     chained = (f1 != 0) & (t0 == f1)
     bad |= (~chained & in_fillable(t0)) | in_fillable(t1)
     # (Taking the corner par puissance when it can be taken by effect is excluded by
@@ -207,41 +190,75 @@ def _to_slots(flat):
     return per_pass[:, :-1].reshape(GRID + lanes), per_pass[:, -1]
 
 
-def candidates(board, dice) -> Candidates:
-    """All candidates for view board int[24, *lanes] and dice int[2, *lanes].
+class Position(NamedTuple):
+    """What the candidates read about the position and roll, per game ([..., *lanes]).
 
-    Computed in int8: every value is a field number, a checker count or a die.
+    Materialised before the candidates are built (`lanes.computed_once`): XLA would
+    otherwise recompute each of these values, and read the board through the transpose
+    that brought it into the lanes layout, in every loop over candidates that uses them.
     """
-    board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)
-    lanes = _lanes(board, 1)
-    const = lambda values: B.leading(values, len(lanes))
-    d_max, d_min = jnp.max(dice, 0), jnp.min(dice, 0)
-    die_a = jnp.stack([d_max, d_min])  # [2, *lanes]: die of the first move, per pass
-    die_b = jnp.stack([d_min, d_max])
-    forbid = B.forbid_exits(board, dice)
 
+    board: jnp.ndarray  # int8[24]: the view board
+    dice: jnp.ndarray  # int8[2]
+    die_a: jnp.ndarray  # int8[2]: the die of the first move, per pass (bigger die first)
+    die_b: jnp.ndarray  # int8[2]: the die of the second move
+    ahead_a: jnp.ndarray  # int8[24, 2]: the checkers on field + die_a, per field and pass
+    ahead_b: jnp.ndarray  # int8[24, 2]: on field + die_b
+    forbid: jnp.ndarray  # bool: no bearing off this roll (`board.forbid_exits`)
+    corner: jnp.ndarray  # int8: checkers on the own corner
+    opp_fillable: jnp.ndarray  # bool[4]: quarters the opponent can still fill
+    outside: jnp.ndarray  # int32: own fields outside the last quarter
+    farthest: jnp.ndarray  # int32: `board.exit_farthest`
     # Own fields by slot (slot k: the k-th own field from field 1). Slots 15 and 16 are
     # never occupied, so per-slot arrays have the 17 entries of a second slot.
+    in_slot: jnp.ndarray  # bool[17, 24]: field f is the field of slot k
+    slot_field: jnp.ndarray  # int8[17]: the field of each slot, 0 for unused slots
+    slot_count: jnp.ndarray  # int8[17]: own checkers on it
+
+
+def position(board, dice) -> Position:
+    """The `Position` of view board int[24, *lanes] and dice int[2, *lanes], in int8 where
+    a value is a field number, a checker count or a die."""
+    board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)
+    d_max, d_min = jnp.max(dice, 0), jnp.min(dice, 0)
+    die_a, die_b = jnp.stack([d_max, d_min]), jnp.stack([d_min, d_max])
+    lanes = board.ndim - 1
     occupied = board > 0
+    outside = occupied & (B.leading(B.FIELDS, lanes) < 19)
     slot_of = B.prefix_sum(occupied.astype(jnp.int8)) - 1
-    in_slot = occupied & (slot_of == const(np.arange(NUM_SLOTS)[:, None]))  # [17, 24, *lanes]
+    in_slot = occupied & (slot_of == B.leading(np.arange(NUM_SLOTS)[:, None], lanes))
     pick = lambda per_field: jnp.sum(jnp.where(in_slot, per_field, 0), axis=1, dtype=jnp.int8)
-    slot_field = pick(B.leading(B.FIELDS, len(lanes)))  # [17, *lanes], 0 for unused slots
-    slot_count = pick(board)
+    return Position(board=board, dice=dice, die_a=die_a, die_b=die_b,
+                    in_slot=in_slot, slot_field=pick(B.leading(B.FIELDS, lanes)),
+                    slot_count=pick(board),
+                    ahead_a=B.ahead(board, die_a), ahead_b=B.ahead(board, die_b),
+                    forbid=B.forbid_exits(board, dice),
+                    corner=jnp.abs(B.at_field(board, B.OWN_CORNER)),
+                    opp_fillable=B.opp_fillable_quarters(board),
+                    outside=jnp.sum(outside, axis=0), farthest=B.exit_farthest(board))
+
+
+def candidates(board, dice) -> Candidates:
+    """All candidates for view board int[24, *lanes] and dice int[2, *lanes]."""
+    p = computed_once(board)(lambda: position(board, dice))
+    board, dice, die_a, die_b, forbid = p.board, p.dice, p.die_a, p.die_b, p.forbid
+    in_slot, slot_field, slot_count = p.in_slot, p.slot_field, p.slot_count
+    lanes = _lanes(board, 1)
+    const = lambda values: B.leading(values, len(lanes))
     first_field, first_count = slot_field[:NUM_FIRST], slot_count[:NUM_FIRST]
     # [24, 2, *lanes] per field and pass -> [2, 17, *lanes] per pass and slot
     at_slots = lambda per_field: jnp.swapaxes(jnp.sum(
         jnp.where(in_slot[:, :, None], per_field[None], 0), axis=1, dtype=jnp.int8), 0, 1)
 
     # First moves [2, 15, *lanes] from each own field.
-    landing_a = at_slots(B.ahead(board, die_a))[:, :NUM_FIRST]
+    landing_a = at_slots(p.ahead_a)[:, :NUM_FIRST]
     ok0, to0, exc0 = _single_moves(first_field, first_count, die_a[:, None], landing_a, forbid,
                                    guard_corner=False)
     moved_from = jnp.broadcast_to(first_field, (2,) + first_field.shape)
     moved_to = jnp.where(ok0, to0, 0)
     # The destination is a second slot of its own (CHAINED_SLOT) when it was empty.
     new_field = (moved_to > 0) & (landing_a == 0)
-    landing0 = B.ahead(board, die_b)  # [24, 2, *lanes]
+    landing0 = p.ahead_b
     after1 = B.apply_move(board, moved_from, moved_to)  # [24, 2, 15, *lanes]
 
     # Second moves [2, 15, 17, *lanes] from each second slot after each first move: the
@@ -294,7 +311,7 @@ def candidates(board, dice) -> Candidates:
     far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
     single_first = _to_flat(first(jnp.broadcast_to(first_count == 1, moved_from.shape)),
                             B.at_field(board, puis_pair[0]) == 1)
-    outside_ok, farthest_ok = _exit_rules(board, dice, pair, single_first, far_after_first)
+    outside_ok, farthest_ok = _exit_rules(p, pair, single_first, far_after_first)
     masks = dict(
         first_ok=_to_flat(first(ok0), puis_ok),
         second_ok=_to_flat(second_ok, puis_ok),
@@ -302,7 +319,7 @@ def candidates(board, dice) -> Candidates:
         has_exit=((t0 == 0) & (f0 != 0)) | ((t1 == 0) & (f1 != 0)),
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
         is_full=_to_flat(jnp.broadcast_to(~is_empty, grid), True),
-        rules_ok=_pair_rules(board, pair),
+        rules_ok=_pair_rules(p, pair),
         fills=_fills(board, after1, from1, count1, landing1, second_ok, to1, puis_pair),
         # (the chained slots of the two passes start from the same field only for doubles,
         # where t0 is the same too)
@@ -332,7 +349,7 @@ def _fills(board, after1, from1, count1, landing1, second_ok, to1, puis_pair):
     return _to_flat(full, jnp.any(B.quarter_filled(puissance_board), axis=0))
 
 
-def _exit_rules(board, dice, pair, single_first, far_after_first):
+def _exit_rules(p: Position, pair, single_first, far_after_first):
     """The parts of the bear-off rule that look at the pair alone: two bool[N, *lanes].
 
     * every own checker must be in the last quarter, except a single checker that the
@@ -342,11 +359,10 @@ def _exit_rules(board, dice, pair, single_first, far_after_first):
       the two die orders.
     """
     f0, t0, f1, t1 = pair
-    outside = jnp.sum((board > 0) & (B.leading(B.FIELDS, board.ndim - 1) < 19), axis=0)
     carried_in = (f0 < 19) & single_first & (t0 > 18)
-    outside_ok = outside - carried_in == 0
+    outside_ok = p.outside - carried_in == 0
 
-    far0, far1 = B.exit_farthest(board), far_after_first
+    far0, far1 = p.farthest, far_after_first
     dist0 = jnp.where(t0 == 0, 25, t0) - f0
     dist1 = jnp.where(t1 == 0, 25, t1) - f1
 
@@ -355,7 +371,7 @@ def _exit_rules(board, dice, pair, single_first, far_after_first):
         exceed1 = (dist1 != 0) & (dist1 < die1)
         return (exceed0 & (f0 != far0)) | (exceed1 & (f1 != far1))
 
-    farthest_ok = ~(not_farthest(dice[0], dice[1]) & not_farthest(dice[1], dice[0]))
+    farthest_ok = ~(not_farthest(p.dice[0], p.dice[1]) & not_farthest(p.dice[1], p.dice[0]))
     return outside_ok, farthest_ok
 
 
@@ -448,7 +464,7 @@ class MoveLists(NamedTuple):
 
 def move_lists(board, dice) -> MoveLists:
     """Legal sequences of view board int[24, *lanes] with dice int[2, *lanes]."""
-    once = _computed_once(board)
+    once = computed_once(board)
     c = once(lambda: candidates(board, dice))
     filling = once(lambda: _sequences(c, with_excess=True) & c.fills)
     exact = once(lambda: _sequences(c, with_excess=False, filling=filling))
