@@ -43,7 +43,11 @@ def _chunked_rule(fn, batched_fn):
         chunks = axis_size // CPU_CHUNK
         if jax.default_backend() == "cpu" and chunks > 1 and axis_size % CPU_CHUNK == 0:
             split = lambda x: x.reshape((chunks, CPU_CHUNK) + x.shape[1:])
-            out = jax.lax.map(lambda chunk: batched_fn(*chunk), jax.tree.map(split, args))
+            def body(chunk):  # chunk and result copied whole: read and written at an offset
+                once = computed_once(jax.tree.leaves(chunk)[0])  # the fused loops do not vectorise
+                return once(lambda: batched_fn(*once(lambda: chunk)))
+
+            out = jax.lax.map(body, jax.tree.map(split, args))
             out = jax.tree.map(lambda x: x.reshape((axis_size,) + x.shape[2:]), out)
         else:
             out = batched_fn(*args)

@@ -240,7 +240,8 @@ def position(board, dice) -> Position:
 
 def candidates(board, dice) -> Candidates:
     """All candidates for view board int[24, *lanes] and dice int[2, *lanes]."""
-    p = computed_once(board)(lambda: position(board, dice))
+    once = computed_once(board)
+    p = once(lambda: position(board, dice))
     board, dice, die_a, die_b, forbid = p.board, p.dice, p.die_a, p.die_b, p.forbid
     in_slot, slot_field, slot_count = p.in_slot, p.slot_field, p.slot_count
     lanes = _lanes(board, 1)
@@ -250,16 +251,22 @@ def candidates(board, dice) -> Candidates:
     at_slots = lambda per_field: jnp.swapaxes(jnp.sum(
         jnp.where(in_slot[:, :, None], per_field[None], 0), axis=1, dtype=jnp.int8), 0, 1)
 
-    # First moves [2, 15, *lanes] from each own field.
-    landing_a = at_slots(p.ahead_a)[:, :NUM_FIRST]
-    ok0, to0, exc0 = _single_moves(first_field, first_count, die_a[:, None], landing_a, forbid,
-                                   guard_corner=False)
+    # First moves [2, 15, *lanes] from each own field, materialised like the `Position`:
+    # every second move reads them.
     moved_from = jnp.broadcast_to(first_field, (2,) + first_field.shape)
-    moved_to = jnp.where(ok0, to0, 0)
+
+    def first_moves():
+        landing_a = at_slots(p.ahead_a)[:, :NUM_FIRST]
+        ok0, to0, exc0 = _single_moves(first_field, first_count, die_a[:, None], landing_a,
+                                       forbid, guard_corner=False)
+        moved_to = jnp.where(ok0, to0, 0)
+        after1 = B.apply_move(board, moved_from, moved_to)  # [24, 2, 15, *lanes]
+        return landing_a, ok0, to0, exc0, moved_to, after1
+
+    landing_a, ok0, to0, exc0, moved_to, after1 = once(first_moves)
     # The destination is a second slot of its own (CHAINED_SLOT) when it was empty.
     new_field = (moved_to > 0) & (landing_a == 0)
     landing0 = p.ahead_b
-    after1 = B.apply_move(board, moved_from, moved_to)  # [24, 2, 15, *lanes]
 
     # Second moves [2, 15, 17, *lanes] from each second slot after each first move: the
     # field, its checkers and those where it lands, from the board's corrected by the first
