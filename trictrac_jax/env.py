@@ -75,7 +75,7 @@ class Trictrac:
 
     def step(self, state: State, action, key) -> State:
         """Take `action` at a decision node, then roll the dice with `key` if needed."""
-        return cpu_chunked(self._step)(state, action, key)
+        return cpu_chunked(self._step)(state, action, key)  # (large CPU batches: lanes.py)
 
     def _step(self, state: State, action, key) -> State:
         after = self._deterministic(state, action, observed=False)
