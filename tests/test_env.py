@@ -238,7 +238,7 @@ def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
         states = play_step(states, agent(jax.random.split(k, 64), states), keys)
     actions = agent(keys, states)
     step = lambda: (jax.jit(jax.vmap(ENV.step))(states, actions, keys),  # traced anew each call
-                    jax.jit(jax.vmap(lambda k, s: random_agent(k, s)))(keys, states))
+                    jax.jit(jax.vmap(random_agent))(keys, states))
     one_pass = step()
     monkeypatch.setattr(lanes, "CPU_CHUNK", 16)
     chunked = step()

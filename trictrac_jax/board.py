@@ -106,9 +106,11 @@ def lowest_field(mask):
     return jnp.min(jnp.where(mask, _fields(mask.ndim - 1, jnp.int32), 25), axis=0)
 
 
-def highest_field(mask):
-    """Field (1..24) of the last True along the field axis of bool[24, *lanes]; 0 if none."""
-    return jnp.max(jnp.where(mask, _fields(mask.ndim - 1, jnp.int32), 0), axis=0)
+def highest_field(mask, none=0):
+    """Field (1..24) of the last True along the field axis of bool[24, *lanes]; `none` if
+    there is none."""
+    highest = jnp.max(jnp.where(mask, _fields(mask.ndim - 1, jnp.int32), 0), axis=0)
+    return jnp.where(highest > 0, highest, none)
 
 
 def quarters(board):

@@ -161,10 +161,9 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     # (the reference's test is "beyond field 23", so landing on 24 counts).
     total = jnp.sum(own, axis=0)
     occupied = own > 0
-    high = jnp.where(jnp.any(occupied, axis=0), B.highest_field(occupied), 24)
+    high = B.highest_field(occupied, none=24)
     rest = occupied & (fields < high)
-    second = jnp.where(at(high) > 1, high,
-                       jnp.where(jnp.any(rest, axis=0), B.highest_field(rest), 24))
+    second = jnp.where(at(high) > 1, high, B.highest_field(rest, none=24))
     ok = (total < 3) & (high + hi > 23) & (second + lo > 23)
     made[FIRST_TO_EXIT] = ok, (high, 0, jnp.where(total > 1, second, 0), 0)
 
@@ -182,10 +181,9 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     # (both checkers on the corner, a 1 rolled); "contre" when the opponent holds his corner.
     out = jnp.where(fields > 1, own, 0)
     talon = (own[0] == 13) & (jnp.sum(out, axis=0) == 2)
-    fa = jnp.where(jnp.any(out > 0, axis=0), B.highest_field(out > 0), 24)  # higher field
+    fa = B.highest_field(out > 0, none=24)  # higher field
     below = (out > 0) & (fields < fa)
-    fb = jnp.where(B.at_field(out, fa) > 1, fa,
-                   jnp.where(jnp.any(below, axis=0), B.highest_field(below), 24))
+    fb = jnp.where(B.at_field(out, fa) > 1, fa, B.highest_field(below, none=24))
     lands = lambda x, y: ((fa + v0 == x) & (fb + v1 == y)) | ((fa + v1 == x) & (fb + v0 == y))
     to_a = jnp.where(lands(12, 13), 12, 13)
     two = talon & (lands(12, 13) | lands(13, 12))
