@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -141,8 +142,8 @@ class Killed(Exception):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """A 3-iteration run killed while logging iteration 3 (before its checkpoint), then
-    resumed from the command line. Returns (run_dir, killed records, stdout of resume)."""
+    """A 3-iteration run killed while logging iteration 3 (before its checkpoint).
+    Returns (run_dir, killed records)."""
     run_dir = tmp_path_factory.mktemp("runs") / "tiny"
     config = tiny_config(run_dir)
 
@@ -169,10 +170,12 @@ def test_resume_continues_from_the_last_checkpoint(run, capsys):
     run_dir, killed = run
     assert az.main(["--resume", str(run_dir)]) == 0
     out = capsys.readouterr().out
-    assert f"resumed {run_dir / 'checkpoints' / '2'} (iteration 2, " \
-           f"{killed[1]['updates']} updates)" in out
-    records = plot.load_records(run_dir)  # the resumed iteration 3 replaces the killed one
+    assert f"resumed {run_dir / 'checkpoints' / '2'} (vs random " in out
+    assert f"), {killed[1]['updates']} updates\n" in out
+    # the resumed iteration 3 replaces the killed one, its clock going on from iteration 2's
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     assert [r["iteration"] for r in records] == [1, 2, 3]
+    assert records[-1]["elapsed_s"] >= killed[1]["elapsed_s"]
     assert records[-1]["updates"] == killed[1]["updates"] + 2
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["2", "3"]
     # starting again without --resume would overwrite the run: refused
@@ -196,19 +199,87 @@ def test_same_seed_same_iteration(run):
     assert all(jax.tree.leaves(jax.tree.map(lambda a, b: (a == b).all(), first, second)))
 
 
-def test_corrupt_or_missing_checkpoint_is_reported_by_path(run, tmp_path, capsys):
+def snapshot(directory: pathlib.Path) -> dict:
+    return {p.relative_to(directory): p.read_bytes()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def corrupt(checkpoint: pathlib.Path):
+    """Truncate the data files of a checkpoint's state, as a full disk would."""
+    for f in (checkpoint / "state").rglob("d/*"):
+        f.write_bytes(f.read_bytes()[:5])
+
+
+@pytest.mark.parametrize("override", ["training.iterations=0", "run.dir=elsewhere"])
+def test_failed_resume_writes_nothing(run, override, capsys):
+    run_dir, _ = run
+    before = snapshot(run_dir)
+    assert az.main(["--resume", str(run_dir), "--set", override]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {override.split('=')[0]}:")
+    assert snapshot(run_dir) == before
+
+
+def test_no_intact_checkpoint_lists_those_tried(run, tmp_path, capsys):
     run_dir, _ = run
     broken = tmp_path / "broken"
     shutil.copytree(run_dir, broken)
-    latest = max((broken / "checkpoints").iterdir(), key=lambda p: int(p.name))
-    for f in (latest / "state").rglob("*"):
-        if f.is_file():
-            f.write_bytes(b"\x00garbage")
+    checkpoints = sorted((broken / "checkpoints").iterdir(), key=lambda p: -int(p.name))
+    for checkpoint in checkpoints:
+        corrupt(checkpoint)
+    before = snapshot(broken)
     assert az.main(["--resume", str(broken)]) == 2
-    err = capsys.readouterr().err
-    assert str(latest) in err and "cannot restore" in err and "Traceback" not in err
+    out, err = capsys.readouterr()
+    for line, checkpoint in zip(out.splitlines(), checkpoints, strict=True):
+        assert line.startswith(f"skipped {checkpoint}: cannot restore the training state "
+                               f"(corrupt or truncated file: state/d/")
+    assert err.startswith(f"error: {broken / 'checkpoints'}: no intact checkpoint; tried:")
+    assert all(str(c) in err for c in checkpoints) and "Traceback" not in err
+    assert snapshot(broken) == before
     assert evaluate.main(["--checkpoint", str(tmp_path / "nowhere"), "--games", "2"]) == 2
     assert str(tmp_path / "nowhere") in capsys.readouterr().err
+
+
+RESUME_COPY = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from tests.test_train import az
+    sys.exit(az.main(sys.argv[2:]))
+""")
+
+
+def test_resume_of_a_copy_with_a_corrupt_latest_checkpoint(run, tmp_path):
+    """A copied run resumes from its newest intact checkpoint and writes only into the copy;
+    in a subprocess, to see all the output a user sees."""
+    run_dir, _ = run
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    original = snapshot(run_dir)
+    latest = max((copy / "checkpoints").iterdir(), key=lambda p: int(p.name))
+    corrupt(latest)
+    step = int(latest.name)
+    proc = subprocess.run([sys.executable, "-c", RESUME_COPY, str(ROOT), "--resume", str(copy),
+                           "--set", f"training.iterations={step + 1}"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"skipped {latest}: cannot restore the training state "
+                               f"(corrupt or truncated file: state/d/")
+    assert lines[1].startswith(f"resumed {latest.parent / str(step - 1)} (vs random ")
+    assert lines[2] == f"moved {latest} to {copy / 'skipped_checkpoints' / str(step)}"
+    assert [line.split(" | ")[0] for line in lines[3:]] == [f"it {i:>4}/{step + 1}"
+                                                             for i in (step, step + 1)]
+    for noise in ("pybind11", "bound method", "Traceback", "Event loop"):
+        assert noise not in proc.stdout + proc.stderr
+    assert snapshot(run_dir) == original
+    records = [json.loads(line) for line in (copy / "metrics.jsonl").open()]
+    assert [r["iteration"] for r in records] == list(range(1, step + 2))
+    elapsed = [r["elapsed_s"] for r in records]
+    assert elapsed == sorted(elapsed)
+    assert yaml.safe_load((copy / "config.yaml").read_text())["run"]["dir"] == str(copy)
+    # the replayed iteration's checkpoint is saved anew, by the resumed run
+    _, config = T.load_params(copy / "checkpoints" / str(step), log=lambda line: None)
+    assert config["run"]["dir"] == str(copy)
 
 
 def test_eval_and_plot_commands(run, capsys):
@@ -216,8 +287,13 @@ def test_eval_and_plot_commands(run, capsys):
     # the opponent and games of the run's own evaluation: its compiled match is reused
     assert evaluate.main(["--checkpoint", str(run_dir), "--opponent", "random", "--games",
                           "4"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "vs random: win rate" in out and "in 4 games" in out
+    loaded = re.search(rf"^loaded {re.escape(str(run_dir / 'checkpoints'))}/(\d+) "
+                       rf"\(best: vs random (\d\.\d\d\d)\)$", err, re.M)
+    assert loaded, err
+    records = {r["iteration"]: r for r in plot.load_records(run_dir)}
+    assert loaded[2] == f"{records[int(loaded[1])]['vs_random']:.3f}"
     # a checkpoint opponent goes through the same evaluator (here the run against itself,
     # both sides with the 1-ply lookahead)
     assert evaluate.main(["--checkpoint", str(run_dir), "--opponent", str(run_dir),
@@ -226,6 +302,16 @@ def test_eval_and_plot_commands(run, capsys):
     assert plot.main([str(run_dir), "--text"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| iter") and len(lines) == 2 + 3
+
+
+def test_plot_keeps_the_last_record_of_an_iteration(tmp_path):
+    """Files written before resuming replaced the replayed records hold duplicates."""
+    rows = [(1, 10.0), (2, 20.0), (3, 30.0), (2, 5.0), (3, 12.0)]
+    (tmp_path / "metrics.jsonl").write_text(
+        "".join(json.dumps({"iteration": i, "elapsed_s": t}) + "\n" for i, t in rows))
+    records = plot.load_records(tmp_path)
+    assert [(r["iteration"], r["elapsed_s"]) for r in records] == [(1, 10.0), (2, 5.0),
+                                                                     (3, 12.0)]
 
 
 def test_wilson_interval():

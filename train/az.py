@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import sys
 import time
+from typing import NamedTuple
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 
@@ -32,26 +34,86 @@ def parse_args(argv=None):
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set search.num_simulations=64")
     p.add_argument("--resume", nargs="?", const="", metavar="RUN_DIR",
-                   help="continue from the last checkpoint of RUN_DIR (default: run.dir); "
-                        "the run's saved config is used, updated by --set")
+                   help="continue RUN_DIR (default: run.dir) from its newest intact "
+                        "checkpoint, writing only there; the run's saved config is used, "
+                        "updated by --set")
     return p.parse_args(argv)
 
 
-def resolve_config(args) -> tuple[dict, tuple | None]:
-    """(config, (checkpoints directory, iteration) to resume from, or None)."""
-    if args.resume is None:
-        if args.config is None:
-            raise config_lib.ConfigError("--config: required unless --resume is given")
-        config = config_lib.load_config(args.config, args.set)
-        if (pathlib.Path(config["run"]["dir"]) / "checkpoints").is_dir():
-            raise config_lib.ConfigError(
-                f"run.dir: {config['run']['dir']} already holds checkpoints; "
-                f"use --resume, or set another run.dir")
-        return config, None
-    run_dir = args.resume or config_lib.load_config(args.config, args.set)["run"]["dir"]
-    directory, step = C.resolve(run_dir, "latest")
-    saved = T.saved_config(directory, step)
-    return config_lib.load_config(None, args.set, base=saved), (directory, step)
+class Resumed(NamedTuple):
+    """What a resumed run continues from."""
+    state: T.TrainState
+    iteration: int  # of the checkpoint
+    metrics: list[str]  # the lines of metrics.jsonl up to `iteration`
+    elapsed_s: float  # training time up to `iteration`, from those lines
+
+
+def new_config(args) -> dict:
+    if args.config is None:
+        raise config_lib.ConfigError("--config: required unless --resume is given")
+    config = config_lib.load_config(args.config, args.set)
+    if (pathlib.Path(config["run"]["dir"]) / "checkpoints").is_dir():
+        raise config_lib.ConfigError(
+            f"run.dir: {config['run']['dir']} already holds checkpoints; "
+            f"use --resume, or set another run.dir")
+    return config
+
+
+def resume(args, log) -> tuple[dict, Resumed]:
+    """The config and state of the run to resume, from its newest intact checkpoint. Writes
+    nothing: a resume that fails leaves the run as it was."""
+    run_dir = pathlib.Path(args.resume or
+                           config_lib.load_config(args.config, args.set)["run"]["dir"])
+    directory = run_dir / "checkpoints"
+    if not directory.is_dir():
+        raise C.CheckpointError(f"{run_dir}: not a run directory (no checkpoints/ in it)")
+
+    def load(step):
+        saved = T.saved_config(directory, step)
+        config = resumed_config(saved, args.set, run_dir)
+        config_lib.check_devices(config, jax.device_count())
+        state = C.restore_state(directory, step, T.trainer_for(config).abstract_state())
+        return saved, config, state
+    step, (saved, config, state) = C.newest_intact(directory, load, log)
+    log(f"resumed {C.describe(directory, step, saved)}, {int(state.step)} updates")
+    lines, elapsed = metrics_until(run_dir / "metrics.jsonl", step)
+    return config, Resumed(state, step, lines, elapsed)
+
+
+def resumed_config(saved: dict, overrides, run_dir: pathlib.Path) -> dict:
+    """The saved config updated by --set, its run.dir `run_dir`: a run continues where it is
+    resumed, whatever run.dir it was saved with (a copied run writes into the copy)."""
+    base = config_lib.merge(saved, {"run": {"dir": str(run_dir)}})
+    config = config_lib.load_config(None, overrides, base=base)
+    if pathlib.Path(config["run"]["dir"]).resolve() != run_dir.resolve():
+        raise config_lib.ConfigError(
+            f"run.dir: --resume continues {run_dir} in place, got {config['run']['dir']} "
+            f"(copy the run directory to continue it elsewhere)")
+    config["run"]["dir"] = str(run_dir)
+    return config
+
+
+def metrics_until(path: pathlib.Path, iteration: int) -> tuple[list[str], float]:
+    """The lines of metrics.jsonl up to `iteration`, and their latest elapsed_s. A line
+    that does not parse is dropped: only a kill while writing it makes one, after the
+    last checkpoint."""
+    lines, elapsed = [], 0.0
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record["iteration"] <= iteration:
+            lines.append(line)
+            elapsed = max(elapsed, record["elapsed_s"])
+    return lines, elapsed
+
+
+def write_atomically(path: pathlib.Path, lines: list[str]):
+    """Replace `path` by `lines` at once: a kill leaves the old file or the new one."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines))
+    os.replace(tmp, path)
 
 
 def open_tensorboard(run_dir: pathlib.Path):
@@ -107,31 +169,35 @@ def iterate(trainer: T.Trainer, state, actors, buffer, min_size: int):
     return state, actors, buffer, record
 
 
-def train(config: dict, resume_from=None, log=print):
-    """Run the loop described by `config` (validated); returns the last metrics record."""
+def train(config: dict, resumed: Resumed | None = None, log=print):
+    """Run the loop described by `config` (validated), from scratch or from `resumed`;
+    returns the last metrics record."""
     T.maybe_init_distributed()
     config_lib.check_devices(config, jax.device_count())
-    run_dir = pathlib.Path(config["run"]["dir"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     trainer = T.trainer_for(config)
-    if resume_from is None:
-        state, start = trainer.init_state(jax.random.PRNGKey(config["run"]["seed"])), 0
-    else:
-        state, start = C.restore_state(*resume_from, trainer.abstract_state()), resume_from[1]
-        log(f"resumed {resume_from[0] / str(start)} (iteration {start}, "
-            f"{int(state.step)} updates)")
+    if resumed is None:
+        resumed = Resumed(trainer.init_state(jax.random.PRNGKey(config["run"]["seed"])),
+                          0, [], 0.0)
+    state, start = resumed.state, resumed.iteration
     ev, iterations = config["evaluation"], config["training"]["iterations"]
     evaluators = {opp: trainer.evaluator(opp, ev["games"], ev["num_simulations"],
                                          ev["lookahead"])
                   for opp in ev["opponents"]}
-    writer = open_tensorboard(run_dir) if config["logging"]["tensorboard"] else None
     key, k_games = jax.random.split(state.key)
     actors, buffer = trainer.init_games(k_games)  # self-play restarts on resume
     state = state.replace(key=key)
 
+    run_dir = pathlib.Path(config["run"]["dir"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    if jax.process_index() == 0:  # the iterations after the checkpoint are played again
+        write_atomically(run_dir / "metrics.jsonl", resumed.metrics)
+        for path, target in C.set_aside_after(run_dir / "checkpoints", start):
+            log(f"moved {path} to {target}")
+    writer = open_tensorboard(run_dir) if config["logging"]["tensorboard"] else None
     checkpoints = C.Checkpointer(run_dir, config["checkpoint"]["keep_last"])
-    score, record, t_start = -1.0, {}, time.time()
+    # elapsed_s goes on from the checkpoint's
+    score, record, t_start = -1.0, {}, time.time() - resumed.elapsed_s
     try:
         for it in range(start + 1, iterations + 1):
             state, actors, buffer, metrics = iterate(trainer, state, actors, buffer,
@@ -158,9 +224,12 @@ def train(config: dict, resume_from=None, log=print):
 
 def main(argv=None):
     args = parse_args(argv)
+    log = lambda line: print(line, flush=True)  # noqa: E731
     try:
-        config, resume_from = resolve_config(args)
-        train(config, resume_from, log=lambda line: print(line, flush=True))
+        T.maybe_init_distributed()  # a resume restores onto all the devices
+        config, resumed = (new_config(args), None) if args.resume is None else \
+            resume(args, log)
+        train(config, resumed, log)
     except (config_lib.ConfigError, C.CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -6,7 +6,8 @@
     python train/eval.py --checkpoint runs/quick --opponent greedy --games 200 --lookahead 32
 
 CHECKPOINT and a checkpoint OPPONENT are a run directory (its best checkpoint) or one
-checkpoint directory. Both seats are played equally; games are truncated after the run's
+checkpoint directory; each is named on stderr as it loads (`loaded runs/quick/checkpoints/85
+(best: vs random 0.990)`). Both seats are played equally; games are truncated after the run's
 env.max_steps decisions and then count as not won.
 """
 from __future__ import annotations

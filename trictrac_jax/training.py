@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -213,10 +214,16 @@ def saved_config(directory, step: int) -> dict:
             from None
 
 
-def load_params(path, which: str = "best"):
+def _to_stderr(line: str):
+    print(line, file=sys.stderr, flush=True)
+
+
+def load_params(path, which: str = "best", log=_to_stderr):
     """(params, config) of a checkpoint: a run directory (its `which` = best or latest
-    checkpoint) or one checkpoint's directory."""
-    directory, step = C.resolve(path, which)
-    trainer = trainer_for(saved_config(directory, step))
-    return C.restore_state(directory, step, trainer.abstract_state()).params, trainer.config
+    checkpoint) or one checkpoint's directory. Logs which checkpoint it loaded."""
+    directory, step, found_as = C.resolve(path, which)
+    config = saved_config(directory, step)
+    params = C.restore_state(directory, step, trainer_for(config).abstract_state()).params
+    log(f"loaded {C.describe(directory, step, config, found_as)}")
+    return params, config
 
