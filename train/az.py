@@ -22,6 +22,7 @@ import yaml  # noqa: E402
 
 from trictrac_jax import checkpoint as C  # noqa: E402
 from trictrac_jax import config as config_lib  # noqa: E402
+from trictrac_jax import players  # noqa: E402
 from trictrac_jax import training as T  # noqa: E402
 from trictrac_jax.evaluation import summarise  # noqa: E402
 
@@ -122,7 +123,7 @@ def train(config: dict, resume_from=None, log=print):
         log(f"resumed {resume_from[0] / str(start)} (iteration {start}, "
             f"{int(state.step)} updates)")
     ev, iterations = config["evaluation"], config["training"]["iterations"]
-    evaluators = {opp: trainer.evaluator(opp, ev["games"], ev["num_simulations"],
+    evaluators = {opp: players.evaluator(trainer, opp, ev["games"], ev["num_simulations"],
                                          ev["lookahead"])
                   for opp in ev["opponents"]}
     writer = open_tensorboard(run_dir) if config["logging"]["tensorboard"] else None
