@@ -1,15 +1,18 @@
-"""Baseline agents: legal, jit/vmap-able; the greedy agent prefers the better score;
-`load_agent` specs and errors."""
+"""Baseline agents: legal, jit/vmap-able; the greedy agent prefers the better score, over
+every legal action; `players.load_agent` specs and errors; `agents` imports the engine only."""
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax.agents import (first_agent, greedy_agent, load_agent, random_agent,
-                                 score_lead)
+from trictrac_jax.agents import first_agent, greedy_agent, random_agent, score_lead
 from trictrac_jax.checkpoint import CheckpointError
-from trictrac_jax.state import TS_HOLD_OR_GO
+from trictrac_jax.players import checkpoint_agent, load_agent
+from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO
 from tests.test_search import random_play
 
 ENV = tt.Trictrac(max_steps=1000)
@@ -78,11 +81,60 @@ def test_greedy_goes_to_wipe_the_opponents_points_and_holds_its_own(positions):
     assert int(greedy(key, leading)) >= 2
 
 
+# A golden position (game 0) with 112 legal actions, whose best by the score is the 42nd.
+MANY_ACTIONS = "PAk0NyAABxkTFwgBASIMEigC"
+
+
+def expected_leads(state):
+    """float32[514]: 36 x the expected lead after each action (-inf where illegal), one
+    position, every action scored at once."""
+    leads = jax.vmap(jax.vmap(lead_after, (None, None, 0)), (None, 0, None))(
+        state, jnp.arange(NUM_ACTIONS), jnp.arange(36))
+    return jnp.where(state.legal_action_mask, leads.sum(-1), -jnp.inf)
+
+
+def test_full_greedy_looks_beyond_the_32nd_legal_action():
+    state = tt.Trictrac(max_steps=None).restore(tt.from_string_id(MANY_ACTIONS))
+    legal = np.flatnonzero(np.asarray(state.legal_action_mask))
+    assert len(legal) > 32
+    choice = int(jax.jit(greedy_agent)(jax.random.PRNGKey(0), state))
+    assert choice == int(np.argmax(np.asarray(jax.jit(expected_leads)(state))))
+    assert list(legal).index(choice) >= 32
+    assert int(jax.jit(load_agent("greedy:32"))(jax.random.PRNGKey(0), state)) in legal[:32]
+
+
+def test_full_greedy_equals_greedy_k_when_k_covers_every_legal_action(positions):
+    """Same choices, ties included, whether the candidates come in one padded list of K or
+    in the list of every action (and chunked or not by the batch rule)."""
+    states, _ = positions
+    flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), states)
+    count = np.asarray(flat.legal_action_mask).sum(-1)
+    picked = np.flatnonzero(~np.asarray(flat.terminated) & (count >= 8))[:48]
+    batch = jax.tree.map(lambda x: x[picked], flat)
+    keys = jax.random.split(jax.random.PRNGKey(0), len(picked))
+    full = jax.jit(jax.vmap(greedy_agent))(keys, batch)
+    covering = jax.jit(jax.vmap(load_agent(f"greedy:{count[picked].max()}")))(keys, batch)
+    np.testing.assert_array_equal(full, covering)
+    one = jax.jit(greedy_agent)
+    for i in range(0, len(picked), 12):  # unbatched: the same rule for one state
+        assert int(one(keys[i], jax.tree.map(lambda x: x[i], batch))) == int(full[i])
+
+
+def test_agents_import_the_engine_only():
+    code = ("import sys, trictrac_jax.agents; "
+            "print(sorted(m for m in ('trictrac_jax.training', 'trictrac_jax.search', "
+            "'trictrac_jax.players', 'trictrac_jax.network', 'mctx', 'optax', "
+            "'orbax.checkpoint') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_load_agent_specs(tmp_path):
     assert load_agent("random") is random_agent and load_agent("first") is first_agent
     assert load_agent("greedy") is greedy_agent
     assert load_agent("greedy:4").keywords == {"top_k": 4}
-    for bad in ("nobody", "greedy:x", "greedy:0"):
+    for bad in ("nobody", "greedy:x", "greedy:0", "random:3"):
         with pytest.raises(ValueError, match="agent"):
             load_agent(bad)
     missing = tmp_path / "no_run"
@@ -96,7 +148,6 @@ def test_load_agent_specs(tmp_path):
     (0, 515, "lookahead: must be in"), (0, -1, "lookahead: must be in"),
     (8, 8, "one search, not both")])
 def test_checkpoint_agent_rejects_a_bad_search(sims, lookahead, message):
-    from trictrac_jax.agents import checkpoint_agent
     from trictrac_jax.config import defaults
     with pytest.raises(ValueError, match=message):
         checkpoint_agent(None, defaults(), num_simulations=sims, lookahead=lookahead)

@@ -93,6 +93,7 @@ def four_devices(tmp_path_factory):
     ("search.num_simulations=0", "search.num_simulations"),
     ("search.algorithm=alphabeta", "search.algorithm"),
     ("evaluation.opponents=[random, nobody]", "evaluation.opponents"),
+    ("evaluation.opponents=[greedy:0]", "evaluation.opponents"),
     ("evaluation.games=7", "evaluation.games"),
     ("evaluation.lookahead=515", "evaluation.lookahead"),
     ("replay.capacity=100", "replay.capacity"),  # less than one iteration of self-play
@@ -111,6 +112,13 @@ def test_bad_config_is_reported_by_key(override, key, tmp_path, capsys):
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_configs_are_valid(path):
     assert load_config(path)["run"]["dir"]  # validated on loading: a bad key raises
+
+
+def test_opponents_are_baselines_or_greedy_k():
+    from trictrac_jax import config as C
+    opponents = ["greedy", "greedy:8", "random", "first"]
+    config = C.validate(C.merge(C.defaults(), {"evaluation": {"opponents": opponents}}))
+    assert config["evaluation"]["opponents"] == opponents
 
 
 def test_one_evaluation_search_at_a_time():

@@ -24,6 +24,7 @@ import yaml  # noqa: E402
 
 from trictrac_jax import checkpoint as C  # noqa: E402
 from trictrac_jax import config as config_lib  # noqa: E402
+from trictrac_jax import players  # noqa: E402
 from trictrac_jax import training as T  # noqa: E402
 from trictrac_jax.evaluation import summarise  # noqa: E402
 
@@ -180,7 +181,7 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
                           0, [], 0.0)
     state, start = resumed.state, resumed.iteration
     ev, iterations = config["evaluation"], config["training"]["iterations"]
-    evaluators = {opp: trainer.evaluator(opp, ev["games"], ev["num_simulations"],
+    evaluators = {opp: players.evaluator(trainer, opp, ev["games"], ev["num_simulations"],
                                          ev["lookahead"])
                   for opp in ev["opponents"]}
     key, k_games = jax.random.split(state.key)

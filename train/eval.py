@@ -21,6 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 
+from trictrac_jax import players  # noqa: E402
 from trictrac_jax import training as T  # noqa: E402
 from trictrac_jax.checkpoint import CheckpointError  # noqa: E402
 from trictrac_jax.evaluation import summarise  # noqa: E402
@@ -30,7 +31,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True, help="run directory or checkpoint directory")
     p.add_argument("--opponent", default="random",
-                   help="random | first | greedy | greedy:K | a checkpoint path")
+                   help="random | first | greedy (every legal action) | greedy:K (the first K "
+                        "legal actions by index) | a checkpoint path")
     p.add_argument("--games", type=int, default=200, help="games (even: both seats equally)")
     p.add_argument("--simulations", type=int, default=0,
                    help="search simulations per move for checkpoint agents (0: raw policy)")
@@ -50,8 +52,8 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         params, config = T.load_params(args.checkpoint)
-        match = T.trainer_for(config).evaluator(args.opponent, args.games, args.simulations,
-                                                args.lookahead)
+        match = players.evaluator(T.trainer_for(config), args.opponent, args.games,
+                                  args.simulations, args.lookahead)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -1,5 +1,6 @@
-"""Baseline agents as pure functions of (key, state) -> action, usable under jit and vmap,
-and `load_agent` to get one by name or from a training checkpoint."""
+"""Baseline agents as pure functions of (key, state) -> action, usable under jit and vmap.
+
+Engine imports only: the trained players (`players.load_agent`) live on the learning side."""
 from __future__ import annotations
 
 import functools
@@ -8,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac
-from trictrac_jax.lanes import cpu_chunked, game_minor
+from trictrac_jax.lanes import batch_rule, cpu_chunked, game_minor
 from trictrac_jax.state import NUM_ACTIONS
 from trictrac_jax.scoring import total_score
 
@@ -58,71 +59,90 @@ def score_lead(state, rewards, player):
     return score[player] - score[1 - player]
 
 
-def greedy_agent(key, state, top_k: int = 32):
-    """1-ply expectimax on the score: for each of the first `top_k` legal actions (by index),
-    the expected `score_lead` over the 36 dice after the next roll is scored; the best one.
+GREEDY_CHUNK = 8  # candidate actions scored together: memory ~ games x 8 x 36 rolled states
 
-    Costs top_k * 36 chance steps per decision."""
+
+def greedy_agent(key, state, top_k: int | None = None):
+    """1-ply expectimax on the score: among the legal actions (with `top_k`, only the first
+    `top_k` by index), the one whose expected `score_lead` over the 36 dice after the next
+    roll is highest; ties go to the lowest index.
+
+    Costs 36 chance steps per considered action. Under `jax.vmap` the batch is scored as one
+    flat batch of rolled states (`_greedy_batch`), `GREEDY_CHUNK` candidates at a time."""
     del key
-    mover = state.current_player
-    candidates = jnp.nonzero(state.legal_action_mask, size=top_k, fill_value=-1)[0]
-    valid = candidates >= 0
-    afters = jax.vmap(_ENV.step_deterministic, (None, 0))(state, jnp.maximum(candidates, 0))
-    outcomes = jnp.arange(NUM_CHANCE_OUTCOMES)
+    return _greedy(top_k)(state)
 
-    def expected_lead(after):
-        rolled = jax.vmap(_ENV.chance_step, (None, 0))(after, outcomes)
-        leads = jax.vmap(score_lead, (0, 0, None))(rolled, after.rewards + rolled.rewards,
-                                                   mover)
-        return jnp.dot(_ENV.chance_probs, leads)
 
-    value = jax.vmap(expected_lead)(afters)
-    return candidates[jnp.argmax(jnp.where(valid, value, -jnp.inf))].astype(jnp.int32)
+@functools.lru_cache(maxsize=None)
+def _greedy(top_k: int | None):
+    """The one-state greedy of `top_k` with its batch rule (one per `top_k`, for the jit
+    caches)."""
+    one = lambda state: _greedy_batch(jax.tree.map(lambda x: x[None], state), top_k)[0]
+    return batch_rule(one, lambda states: _greedy_batch(states, top_k))
+
+
+def _greedy_batch(states, top_k: int | None):
+    """int32[B]: the greedy action of each of states [B].
+
+    The candidates (legal action indices, ascending, then -1) are scored `GREEDY_CHUNK` at a
+    time in a while loop that stops after the chunk holding the batch's last considered
+    action, keeping a running best; a later chunk replaces it only when strictly better,
+    which keeps the first best by index."""
+    batch = states.current_player.shape[0]
+    size = NUM_ACTIONS if top_k is None else top_k
+    chunk = min(GREEDY_CHUNK, size)
+    padded = -(-size // chunk) * chunk
+    candidates = jax.vmap(lambda m: jnp.nonzero(m, size=padded, fill_value=-1)[0])(
+        states.legal_action_mask)
+    candidates = jnp.where(jnp.arange(padded) < size, candidates, -1)  # [B, padded]
+    count = jnp.minimum(jnp.sum(states.legal_action_mask, -1), size)
+    chunks = (jnp.max(count) + chunk - 1) // chunk
+
+    def body(carry):
+        i, best_value, best_action = carry
+        actions = jax.lax.dynamic_slice_in_dim(candidates, i * chunk, chunk, axis=1)  # [B, C]
+        value = jnp.where(actions >= 0, _total_leads(states, actions), -jnp.inf)
+        j = jnp.argmax(value, -1)
+        value = jnp.take_along_axis(value, j[:, None], -1)[:, 0]
+        action = jnp.take_along_axis(actions, j[:, None], -1)[:, 0]
+        better = value > best_value
+        return (i + 1, jnp.where(better, value, best_value),
+                jnp.where(better, action, best_action))
+
+    init = (jnp.int32(0), jnp.full(batch, -jnp.inf), jnp.maximum(candidates[:, 0], 0))
+    return jax.lax.while_loop(lambda c: c[0] < chunks, body, init)[2].astype(jnp.int32)
+
+
+def _total_leads(states, actions):
+    """float32[B, C]: 36 x the expected `score_lead` of the mover of states [B] after each of
+    actions int32[B, C] (>= 0) and the next roll. Ordered rolls are equally likely, so this
+    is the plain sum over them: a sum of integers, exact, so equally good actions tie
+    whatever the batching. One flat vmap over B x C x 36 rolled states keeps the engine's batch rules."""
+    batch, chunk = actions.shape
+    repeat = lambda tree, n: jax.tree.map(lambda x: jnp.repeat(x, n, axis=0), tree)
+    afters = jax.vmap(_ENV.step_deterministic)(repeat(states, chunk),
+                                               jnp.maximum(actions, 0).reshape(-1))
+    outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), batch * chunk)
+    movers = jnp.repeat(states.current_player, chunk * NUM_CHANCE_OUTCOMES)
+
+    def lead(after, outcome, mover):
+        rolled = _ENV.chance_step(after, outcome)
+        return score_lead(rolled, after.rewards + rolled.rewards, mover)
+
+    leads = jax.vmap(lead)(repeat(afters, NUM_CHANCE_OUTCOMES), outcomes, movers)
+    return jnp.sum(leads.reshape(batch, chunk, NUM_CHANCE_OUTCOMES), -1)
 
 
 BASELINES = {"random": random_agent, "first": first_agent, "greedy": greedy_agent}
 
 
-def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0):
-    """An agent `(key, state) -> int32 action` from a spec:
-
-    * 'random', 'first', 'greedy' (top-32 actions) or 'greedy:K';
-    * a training run directory (its best checkpoint) or one checkpoint directory
-      (RUN_DIR/checkpoints/N): the network's policy, greedy over the masked logits, or with
-      `num_simulations` > 0 the run's search (no exploration noise), or with `lookahead`
-      > 0 the 1-ply search over that many actions (`search.make_lookahead`).
-
-    Raises ValueError for an unknown name, `CheckpointError` for an unreadable checkpoint."""
-    name, _, arg = spec.partition(":")
-    if name == "greedy" and arg:
+def baseline(spec: str):
+    """The baseline agent of `spec`: 'random', 'first', 'greedy' (every legal action) or
+    'greedy:K' (the first K legal actions by index); None if `spec` names no baseline.
+    Raises ValueError for 'greedy:K' without a positive integer K."""
+    name, colon, arg = spec.partition(":")
+    if name == "greedy" and colon:
         if not arg.isdigit() or int(arg) < 1:
             raise ValueError(f"agent {spec!r}: greedy:K needs a positive integer K")
         return functools.partial(greedy_agent, top_k=int(arg))
-    if name in BASELINES and not arg:
-        return BASELINES[name]
-    if "/" not in spec and not spec.startswith("."):
-        raise ValueError(f"unknown agent {spec!r}: expected one of {list(BASELINES)}, "
-                         f"greedy:K, or a checkpoint path")
-    from trictrac_jax import training  # the training stack is optional for the engine
-    return checkpoint_agent(*training.load_params(spec), num_simulations=num_simulations,
-                            lookahead=lookahead)
-
-
-def checkpoint_agent(params, config: dict, num_simulations: int = 0, lookahead: int = 0):
-    """The agent of trained `params` with their run `config` (see `load_agent`)."""
-    from trictrac_jax import network as N
-    from trictrac_jax import search as S
-    if num_simulations and lookahead:
-        raise ValueError("num_simulations and lookahead: use one search, not both")
-    if not 0 <= lookahead <= NUM_ACTIONS:
-        raise ValueError(f"lookahead: must be in [0, {NUM_ACTIONS}], got {lookahead}")
-    model = S.model_from_config(config)
-    # the searches work on batches: one state is a batch of one
-    batched = lambda f: lambda key, state: f(key, jax.tree.map(lambda x: x[None], state))[0]
-    if lookahead:
-        return batched(functools.partial(S.make_lookahead(model, lookahead), params))
-    if num_simulations == 0:
-        return lambda key, state: N.policy_action(model.net, params, state)
-    search = S.make_search(model, {**config["search"], "num_simulations": num_simulations},
-                           explore=False)
-    return batched(lambda key, states: search(params, key, states).action)
+    return None if colon else BASELINES.get(name)

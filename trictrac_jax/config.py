@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import yaml
 
+from trictrac_jax.agents import BASELINES, baseline  # engine-only: no import circle
 from trictrac_jax.state import NUM_ACTIONS
 
 
@@ -40,10 +41,16 @@ def _one_of(*choices):
     return lambda v: None if v in choices else f"must be one of {list(choices)}, got {v!r}"
 
 
+def _is_baseline(spec) -> bool:
+    try:
+        return isinstance(spec, str) and baseline(spec) is not None
+    except ValueError:  # greedy:K without a positive K
+        return False
+
+
 def _opponents(v):
-    from trictrac_jax.agents import BASELINES  # agents imports nothing from here
-    bad = [o for o in v if not isinstance(o, str) or o.split(":")[0] not in BASELINES]
-    return f"unknown opponents {bad}; choose from {list(BASELINES)}" if bad else None
+    bad = [o for o in v if not _is_baseline(o)]
+    return f"unknown opponents {bad}; choose from {list(BASELINES)} or greedy:K" if bad else None
 
 
 SCHEMA: dict[str, dict[str, Key]] = {

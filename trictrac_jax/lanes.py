@@ -32,7 +32,7 @@ from jax.custom_batching import custom_vmap
 CPU_CHUNK = 1024
 
 
-def _chunked_rule(fn, batched_fn):
+def batch_rule(fn, batched_fn):
     """`fn` for one game, whose batch under `jax.vmap` is `batched_fn(*batch-first args)`,
     run `CPU_CHUNK` games at a time on CPU for batches of several chunks."""
     wrapped = custom_vmap(fn)
@@ -62,7 +62,7 @@ def _chunked_rule(fn, batched_fn):
 def cpu_chunked(fn):
     """`fn(*pytrees)` for one game; under `jax.vmap` on CPU, batches of several `CPU_CHUNK`
     run one chunk after the other (see module)."""
-    return _chunked_rule(fn, jax.vmap(fn))
+    return batch_rule(fn, jax.vmap(fn))
 
 
 def computed_once(witness):
@@ -93,4 +93,4 @@ def game_minor(fn):
         out = fn(*(jnp.moveaxis(x, 0, -1) for x in args))
         return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out)
 
-    return _chunked_rule(fn, minor)
+    return batch_rule(fn, minor)

@@ -1,6 +1,6 @@
 """Play Trictrac in a terminal against a bot.
 
-    python -m trictrac_jax.play --opponent greedy|first|random|CHECKPOINT [--seed N]
+    python -m trictrac_jax.play --opponent greedy|greedy:K|first|random|CHECKPOINT [--seed N]
                                 [--colour white|black]
 
 Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
@@ -400,11 +400,21 @@ HELP = """How to answer:
 #  Command line
 # ---------------------------------------------------------------------------------------------
 
+def load_opponent(spec: str, lookahead: int) -> Agent:
+    """A baseline by name (engine only), else `players.load_agent` (the training extra)."""
+    agent = agents.baseline(spec)
+    if agent is None:
+        from trictrac_jax import players  # a checkpoint needs the training stack
+        agent = players.load_agent(spec, lookahead=lookahead)
+    return agent
+
+
 def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
     parser = argparse.ArgumentParser(prog="python -m trictrac_jax.play",
                                      description="Play Trictrac in a terminal against a bot.")
     parser.add_argument("--opponent", default="greedy",
-                        help="greedy, first, random, or a checkpoint path (default: greedy)")
+                        help="greedy (every legal move), greedy:K (the first K by index), first, "
+                             "random, or a checkpoint path (default: greedy)")
     parser.add_argument("--lookahead", type=int, default=32, metavar="K",
                         help="a checkpoint bot's 1-ply search over its policy's K likeliest "
                              "moves (0: the raw policy; default: 32)")
@@ -414,7 +424,7 @@ def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> i
                         help="your colour; White rolls first (default: white)")
     args = parser.parse_args(argv)
     try:
-        opponent = agents.load_agent(args.opponent, lookahead=args.lookahead)
+        opponent = load_opponent(args.opponent, args.lookahead)
     except ImportError as error:  # a checkpoint needs the training extra
         print(f"cannot load opponent {args.opponent!r}: {error} "
               f"(pip install 'trictrac-jax[train]')", file=sys.stderr)

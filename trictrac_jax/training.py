@@ -23,8 +23,6 @@ from trictrac_jax import network as N
 from trictrac_jax import replay as R
 from trictrac_jax import search as S
 from trictrac_jax import selfplay
-from trictrac_jax.agents import checkpoint_agent, load_agent
-from trictrac_jax.evaluation import play_match
 
 
 @struct.dataclass
@@ -101,7 +99,6 @@ class Trainer:
         self.init_games = jax.jit(self._init_games)
         self._selfplay_jit = jax.jit(self._selfplay, donate_argnums=(1, 2))
         self._train_jit = jax.jit(self._train, donate_argnums=(0,))
-        self._evaluators = {}
 
     # Keys are placed like the parameters, wherever they were made, so that each function
     # compiles once.
@@ -115,23 +112,6 @@ class Trainer:
         """`updates_per_iteration` updates on minibatches sampled from the ready decisions.
         Returns (state, mean metrics)."""
         return self._train_jit(state, buffer, jax.device_put(key, self.replicated))
-
-    def evaluator(self, opponent: str, games: int, num_simulations: int, lookahead: int = 0):
-        """Jitted `(params, key) -> int32[games]` outcomes of the network (greedy over its
-        policy, its search with `num_simulations` > 0, or its 1-ply `lookahead` > 0)
-        against `opponent`, a `load_agent` spec (a checkpoint opponent searches the same
-        way); compiled once per trainer and spec."""
-        spec = (opponent, games, num_simulations, lookahead)
-        if spec not in self._evaluators:
-            other = load_agent(opponent, num_simulations, lookahead)
-
-            def evaluate(params, key):
-                agent = checkpoint_agent(params, self.config, num_simulations, lookahead)
-                return play_match(self.env, agent, other, key, games)
-            match = jax.jit(evaluate)
-            self._evaluators[spec] = lambda params, key: match(
-                *jax.device_put((params, key), self.replicated))
-        return self._evaluators[spec]
 
     # --- state ---------------------------------------------------------------------------
 

@@ -1,0 +1,126 @@
+"""A rating ladder: every pair of agents plays a match, both seats equally; Elo ratings with
+95% intervals from a Bradley-Terry fit on all the results (`trictrac_jax.ladder`).
+
+    python train/ladder.py random first greedy:8 greedy --games 40
+    python train/ladder.py random greedy runs/long2 champion --games 100 --out ladder
+
+An AGENT is anything `players.load_agent` accepts: random, first, greedy (every legal
+action), greedy:K (the first K legal actions by index), a run or checkpoint directory.
+Checkpoint agents play the 1-ply lookahead over their policy's K likeliest moves
+(`--lookahead K`, 0: the raw policy). Games are truncated after `--max-steps` decisions and
+count as draws, half a win to each side. Writes to DIR: ladder.md (the table), pairs.json
+(the raw results of each pair) and ladder.png (if matplotlib is installed).
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+
+import jax  # noqa: E402
+
+from trictrac_jax import ladder as L  # noqa: E402
+from trictrac_jax import players  # noqa: E402
+from trictrac_jax.checkpoint import CheckpointError  # noqa: E402
+from trictrac_jax.env import Trictrac  # noqa: E402
+from trictrac_jax.evaluation import play_match, summarise  # noqa: E402
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("agents", nargs="+", metavar="AGENT")
+    p.add_argument("--games", type=int, default=100,
+                   help="games per pair (even: both seats equally; default 100)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="ladder", metavar="DIR", help="output directory")
+    p.add_argument("--lookahead", type=int, default=32, metavar="K",
+                   help="checkpoint agents' 1-ply search over K moves (0: raw policy; "
+                        "default 32)")
+    p.add_argument("--max-steps", type=int, default=1000,
+                   help="decisions before a game is truncated (a draw; default 1000)")
+    p.add_argument("--anchor", default=None,
+                   help="the agent rated 0 (default: random if listed, else the first)")
+    args = p.parse_args(argv)
+    if len(set(args.agents)) != len(args.agents) or len(args.agents) < 2:
+        p.error("AGENT: at least two, all different")
+    if args.games < 2 or args.games % 2:
+        p.error(f"--games: must be an even number >= 2, got {args.games}")
+    if args.anchor is not None and args.anchor not in args.agents:
+        p.error(f"--anchor: {args.anchor!r} is not among the agents")
+    return args
+
+
+def play_round_robin(agents: list, env: Trictrac, games: int, key, log=print) -> list[L.Pair]:
+    """Every pair (i < j) plays `games` games, i White in the first half."""
+    pairs = []
+    for k, (i, j) in enumerate(itertools.combinations(range(len(agents)), 2)):
+        t0 = time.time()
+        match = jax.jit(lambda key: play_match(env, agents[i], agents[j], key, games))
+        result = summarise(match(jax.random.fold_in(key, k)))
+        pairs.append(L.Pair(i, j, result.wins, result.losses, result.draws))
+        log(f"  {i} vs {j}: {result.summary()}, {time.time() - t0:.0f}s")
+    return pairs
+
+
+def plot(names, ratings: L.Ratings, path: pathlib.Path) -> bool:
+    """The ratings with their intervals, best on top; False without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    order = sorted(range(len(names)), key=lambda i: ratings.elo[i])
+    elo = ratings.elo[order]
+    fig, ax = plt.subplots(figsize=(6, 0.5 * len(names) + 1.2))
+    ax.errorbar(elo, range(len(order)), xerr=[elo - ratings.lo[order], ratings.hi[order] - elo],
+                fmt="o", capsize=4)
+    ax.set_yticks(range(len(order)), [names[i] for i in order])
+    ax.set_xlabel("Elo (95% interval)")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main(argv=None, log=print):
+    args = parse_args(argv)
+    try:
+        agents = [players.load_agent(a, lookahead=args.lookahead) for a in args.agents]
+    except (CheckpointError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    log("agents: " + ", ".join(f"{i} {a}" for i, a in enumerate(args.agents)))
+    env = Trictrac(max_steps=args.max_steps)
+    pairs = play_round_robin(agents, env, args.games, jax.random.PRNGKey(args.seed), log)
+    anchor = args.anchor or ("random" if "random" in args.agents else args.agents[0])
+    ratings = L.fit(len(args.agents), pairs, anchor=args.agents.index(anchor))
+
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = L.table(args.agents, ratings, pairs)
+    header = (f"Round robin, {args.games} games per pair (both seats equally), seed "
+              f"{args.seed}, checkpoint lookahead {args.lookahead}, truncated after "
+              f"{args.max_steps} decisions (a draw, half a win each); Elo from a "
+              f"Bradley-Terry fit, {anchor} = 0, 95% intervals.\n\n")
+    (out / "ladder.md").write_text(header + table + "\n")
+    (out / "pairs.json").write_text(json.dumps({
+        "agents": args.agents, "games_per_pair": args.games, "seed": args.seed,
+        "lookahead": args.lookahead, "max_steps": args.max_steps, "anchor": anchor,
+        "pairs": [{"a": args.agents[p.a], "b": args.agents[p.b], "wins_a": p.wins,
+                   "wins_b": p.losses, "draws": p.draws} for p in pairs]}, indent=1))
+    log(table)
+    if not plot(args.agents, ratings, out / "ladder.png"):
+        log("matplotlib is not installed: no plot")
+    log(f"written to {out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
