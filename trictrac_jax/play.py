@@ -1,6 +1,6 @@
 """Play Trictrac in a terminal against a bot.
 
-    python -m trictrac_jax.play --opponent greedy|greedy:K|first|random|CHECKPOINT [--seed N]
+    python -m trictrac_jax.play [--opponent champion|greedy|greedy:K|first|random|CHECKPOINT] [--seed N]
                                 [--colour white|black]
 
 Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
@@ -401,7 +401,8 @@ HELP = """How to answer:
 # ---------------------------------------------------------------------------------------------
 
 def load_opponent(spec: str, lookahead: int) -> Agent:
-    """A baseline by name (engine only), else `players.load_agent` (the training extra)."""
+    """A baseline by name (engine only), else `players.load_agent` (the champion or a
+    checkpoint: the training extra)."""
     agent = agents.baseline(spec)
     if agent is None:
         from trictrac_jax import players  # a checkpoint needs the training stack
@@ -412,9 +413,10 @@ def load_opponent(spec: str, lookahead: int) -> Agent:
 def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
     parser = argparse.ArgumentParser(prog="python -m trictrac_jax.play",
                                      description="Play Trictrac in a terminal against a bot.")
-    parser.add_argument("--opponent", default="greedy",
-                        help="greedy (every legal move), greedy:K (the first K by index), first, "
-                             "random, or a checkpoint path (default: greedy)")
+    parser.add_argument("--opponent", default="champion",
+                        help="champion (the shipped network), greedy (every legal move), "
+                             "greedy:K (the first K by index), first, random, or a checkpoint "
+                             "path (default: champion)")
     parser.add_argument("--lookahead", type=int, default=32, metavar="K",
                         help="a checkpoint bot's 1-ply search over its policy's K likeliest "
                              "moves (0: the raw policy; default: 32)")

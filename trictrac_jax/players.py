@@ -9,6 +9,7 @@ import functools
 import jax
 
 from trictrac_jax import agents
+from trictrac_jax import champion
 from trictrac_jax import network as N
 from trictrac_jax import search as S
 from trictrac_jax import training
@@ -21,18 +22,24 @@ def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0):
 
     * a baseline: 'random', 'first', 'greedy' (every legal action) or 'greedy:K' (the first
       K legal actions by index), see `agents.baseline`;
+    * 'champion': the network shipped in the package (`trictrac_jax.champion`);
     * a training run directory (its best checkpoint) or one checkpoint directory
       (RUN_DIR/checkpoints/N): the network's policy, greedy over the masked logits, or with
       `num_simulations` > 0 the run's search (no exploration noise), or with `lookahead`
       > 0 the 1-ply search over that many actions (`search.make_lookahead`).
 
-    Raises ValueError for an unknown name, `CheckpointError` for an unreadable checkpoint."""
+    Networks play as the policy, search or lookahead arguments say. Raises ValueError for
+    an unknown name, `CheckpointError` for an unreadable checkpoint."""
     agent = agents.baseline(spec)
     if agent is not None:
         return agent
+    if spec == "champion":
+        params, config, _ = champion.load()
+        return checkpoint_agent(params, config, num_simulations=num_simulations,
+                                lookahead=lookahead)
     if "/" not in spec and not spec.startswith("."):
         raise ValueError(f"unknown agent {spec!r}: expected one of {list(agents.BASELINES)}, "
-                         f"greedy:K, or a checkpoint path")
+                         f"greedy:K, champion, or a checkpoint path")
     return checkpoint_agent(*training.load_params(spec), num_simulations=num_simulations,
                             lookahead=lookahead)
 

@@ -1,0 +1,33 @@
+"""The shipped champion network: it loads without training, plays, and names a bad file."""
+import jax
+import pytest
+
+pytest.importorskip("mctx", reason="needs the train extra")
+
+from trictrac_jax import champion, players  # noqa: E402
+from trictrac_jax.agents import random_agent  # noqa: E402
+from trictrac_jax.env import Trictrac  # noqa: E402
+from trictrac_jax.evaluation import play_match, summarise  # noqa: E402
+
+
+def test_champion_file_is_small_and_complete():
+    params, config, provenance = champion.load()
+    assert champion.PATH.stat().st_size < 4e6
+    assert config["network"]["width"] > 0 and provenance.get("command")
+
+
+def test_champion_beats_random():
+    agent = players.load_agent("champion")  # the raw policy: cheap on a CPU
+    outcomes = jax.jit(lambda key: play_match(Trictrac(), agent, random_agent, key, 16))(
+        jax.random.PRNGKey(0))
+    result = summarise(outcomes)
+    assert result.wins >= 15, result.summary()
+
+
+@pytest.mark.parametrize("content", [b"", b"not msgpack at all", None])
+def test_bad_champion_file_is_named(tmp_path, content):
+    path = tmp_path / "champion.msgpack"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises((OSError, ValueError), match="champion.msgpack"):
+        champion.load(path)

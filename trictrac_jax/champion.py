@@ -1,0 +1,82 @@
+"""The shipped champion: a trained network small enough to live inside the package.
+
+    python -m trictrac_jax.champion                       # what it is, where it came from
+    python -m trictrac_jax.champion --export RUN_OR_CHECKPOINT --provenance FILE.json
+
+The file (`trictrac_jax/data/champion.msgpack`) holds the network's parameters (float32),
+the config of the run that trained it, and its provenance (command, iterations, wall-clock,
+hardware, evaluation), serialised with `flax.serialization`: no training stack is needed to
+read it. `players.load_agent("champion")` plays it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+import jax
+import numpy as np
+from flax import serialization
+
+PATH = pathlib.Path(__file__).resolve().parent / "data" / "champion.msgpack"
+
+
+def save(params, config: dict, provenance: dict, path=PATH) -> pathlib.Path:
+    """Write `params` (a pytree of arrays), the run's `config` and `provenance` to `path`."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tree = {"params": jax.tree.map(lambda x: np.asarray(x, np.float32), params),
+            "config": json.dumps(config, sort_keys=True),
+            "provenance": json.dumps(provenance, sort_keys=True)}
+    path.write_bytes(serialization.msgpack_serialize(tree))
+    return path
+
+
+def load(path=PATH) -> tuple[dict, dict, dict]:
+    """(params, config, provenance) from a champion file. Raises OSError for a missing or
+    unreadable file and ValueError for one that is not a champion, naming the file."""
+    path = pathlib.Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise OSError(f"{path}: cannot read the champion file ({e.strerror or e})") from None
+    try:
+        tree = serialization.msgpack_restore(data)
+        return tree["params"], json.loads(tree["config"]), json.loads(tree["provenance"])
+    except Exception as e:  # msgpack, JSON or missing-key errors: one readable line
+        raise ValueError(f"{path}: not a champion file ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else 'corrupt'})") from None
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m trictrac_jax.champion",
+                                description="Show or export the shipped champion network.")
+    p.add_argument("--export", metavar="CHECKPOINT",
+                   help="a run directory (its best checkpoint) or one checkpoint directory")
+    p.add_argument("--provenance", metavar="FILE",
+                   help="JSON file: how the checkpoint was made and evaluated (with --export)")
+    p.add_argument("--out", default=str(PATH), help=f"champion file (default: {PATH})")
+    args = p.parse_args(argv)
+    if args.export:
+        from trictrac_jax import training  # the training stack reads orbax checkpoints
+        params, config = training.load_params(args.export)
+        provenance = json.loads(pathlib.Path(args.provenance).read_text()) \
+            if args.provenance else {}
+        out = save(params, config, {"checkpoint": args.export, **provenance}, args.out)
+        print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
+        return 0
+    try:
+        params, config, provenance = load(args.out)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    size = sum(x.size for x in jax.tree.leaves(params))
+    print(f"{args.out}: network {config['network']['width']}x{config['network']['blocks']}, "
+          f"{size:,} parameters")
+    print(json.dumps(provenance, indent=2, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
