@@ -360,3 +360,22 @@ def test_replay_targets_are_the_final_utility_minus_the_baseline():
     assert np.allclose(z_after, np.clip(final[game, 1] - 0.2, -1, 1))
     assert {(round(float(a), 4), int(g)) for a, g in zip(z, game)} == \
         {(0.25, 0), (-0.6, 0), (1.0, 1), (-1.0, 1)}  # every decision, clipped at +-1
+
+
+def test_time_to_strength_stops_on_the_clock_and_rates_snapshots(tmp_path):
+    """A run with a wall-clock budget stops after the iteration that passes it, far short of
+    its iterations, and writes the network at each mark; each snapshot is then rated."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({**tiny_config(tmp_path / "unused"),
+                                      "training": {**TINY["training"], "iterations": 50}}))
+    tts = script("time_to_strength")
+    out = tmp_path / "tts"
+    assert tts.main([f"--setting=tiny={config},evaluation.every=100", "--minutes=0.001,0.002",
+                     "--opponent=random", "--games=4", "--lookahead=0", f"--out={out}"]) == 0
+    rows = json.loads((out / "time_to_strength.json").read_text())
+    assert [r["minutes"] for r in rows] == [0.001, 0.002]
+    assert all(r["games"] == 4 and 0 <= r["lo"] <= r["win_rate"] <= r["hi"] <= 1 for r in rows)
+    metrics = [json.loads(line) for line in (out / "tiny" / "metrics.jsonl").read_text()
+               .splitlines()]
+    assert len(metrics) < 50 and metrics[-1]["elapsed_s"] >= 0.002 * 60
+    assert "| tiny | 0.002 |" in (out / "time_to_strength.md").read_text()

@@ -22,6 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 import jax  # noqa: E402
 import yaml  # noqa: E402
 
+from trictrac_jax import champion  # noqa: E402
 from trictrac_jax import checkpoint as C  # noqa: E402
 from trictrac_jax import config as config_lib  # noqa: E402
 from trictrac_jax import players  # noqa: E402
@@ -170,6 +171,16 @@ def iterate(trainer: T.Trainer, state, actors, buffer, min_size: int):
     return state, actors, buffer, record
 
 
+def save_snapshot(run_dir: pathlib.Path, minutes, params, config: dict, record: dict):
+    """The network at a wall-clock mark, as RUN_DIR/snapshots/<minutes>min.msgpack."""
+    path = run_dir / "snapshots" / f"{minutes:g}min.msgpack"
+    if jax.process_index() == 0:
+        champion.save(jax.device_get(params), config,
+                      {"minutes": minutes, "iteration": record["iteration"],
+                       "elapsed_s": record["elapsed_s"], "run_dir": str(run_dir)}, path)
+    return path
+
+
 def train(config: dict, resumed: Resumed | None = None, log=print):
     """Run the loop described by `config` (validated), from scratch or from `resumed`;
     returns the last metrics record."""
@@ -199,12 +210,19 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
     checkpoints = C.Checkpointer(run_dir, config["checkpoint"]["keep_last"])
     # elapsed_s goes on from the checkpoint's
     score, record, t_start = -1.0, {}, time.time() - resumed.elapsed_s
+    max_s = 60 * config["training"]["max_minutes"]
+    marks = sorted(m for m in config["checkpoint"]["snapshot_minutes"]
+                   if 60 * m > resumed.elapsed_s)
     try:
         for it in range(start + 1, iterations + 1):
             state, actors, buffer, metrics = iterate(trainer, state, actors, buffer,
                                                      config["replay"]["min_size"])
             record = {"iteration": it, **metrics, "elapsed_s": time.time() - t_start}
-            if evaluators and (it % ev["every"] == 0 or it == iterations):
+            while marks and record["elapsed_s"] >= 60 * marks[0]:
+                path = save_snapshot(run_dir, marks.pop(0), state.params, config, record)
+                log(f"snapshot {path}")
+            last = it == iterations or 0 < max_s <= record["elapsed_s"]
+            if evaluators and (it % ev["every"] == 0 or last):
                 record.update(evaluate(evaluators, state.params,
                                        jax.random.fold_in(state.key, it)))
                 score = record[f"vs_{ev['opponents'][0]}"]
@@ -216,8 +234,10 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
                         writer.add_scalar(name, value, it)
                     writer.flush()
                 log(progress_line(record, iterations, ev["opponents"]))
-            if it % config["checkpoint"]["every"] == 0 or it == iterations:
+            if it % config["checkpoint"]["every"] == 0 or last:
                 checkpoints.save(it, state, config, score)
+            if last:
+                break
     finally:  # a pending (asynchronous) save completes even if interrupted
         checkpoints.close()
     return record

@@ -48,6 +48,11 @@ def _is_baseline(spec) -> bool:
         return False
 
 
+def _positive_numbers(v):
+    bad = [m for m in v if isinstance(m, bool) or not isinstance(m, (int, float)) or m <= 0]
+    return f"must be positive numbers, got {bad}" if bad else None
+
+
 def _opponents(v):
     bad = [o for o in v if not _is_baseline(o)]
     return f"unknown opponents {bad}; choose from {list(BASELINES)} or greedy:K" if bad else None
@@ -101,6 +106,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "weight_decay": Key(1e-4, float, _at_least(0.0)),
         "value_weight": Key(1.0, float, _at_least(0.0)),
         "max_grad_norm": Key(1.0, float, _at_least(0.0)),  # 0: no clipping
+        # Wall-clock budget in minutes (0: none): the run ends after the iteration that
+        # passes it, evaluated and checkpointed as a last iteration. Time-to-strength runs.
+        "max_minutes": Key(0.0, float, _at_least(0.0)),
     },
     "evaluation": {
         "every": Key(10, int, _at_least(1)),  # iterations
@@ -112,6 +120,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "checkpoint": {
         "every": Key(10, int, _at_least(1)),  # iterations
         "keep_last": Key(3, int, _at_least(1)),  # plus the best by win rate vs opponents[0]
+        # Wall-clock marks (minutes since the start, compilation included): the network as
+        # it is when each is passed goes to RUN_DIR/snapshots/<M>min.msgpack (champion format).
+        "snapshot_minutes": Key([], list, _positive_numbers),
     },
     "logging": {
         "tensorboard": Key(True, bool),  # used when tensorboardX or torch is installed
