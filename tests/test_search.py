@@ -1,9 +1,11 @@
 """The search: output shapes, illegal actions masked at every node, value signs when the
-same player moves twice, terminal utilities."""
+same player moves twice, terminal utilities, action slots (the same search as over the 514
+actions, truncation to the likeliest)."""
 import functools
 
 import jax
 import jax.numpy as jnp
+import mctx
 import numpy as np
 import pytest
 
@@ -67,9 +69,16 @@ def cases(positions):
     return take(positions, [hold_or_go, move, 37, 74, 111, 148])
 
 
-def search_config(algorithm, sims):
-    return {**defaults()["search"], "algorithm": algorithm, "num_simulations": sims,
-            "max_num_considered_actions": 4}
+def search_config(algorithm, sims, max_actions=None):
+    search = defaults()["search"]
+    return {**search, "algorithm": algorithm, "num_simulations": sims,
+            "max_num_considered_actions": 4,
+            "max_actions": max_actions or search["max_actions"]}
+
+
+def tree_nodes(tree, algorithm):
+    """The decision-node embeddings of a search tree: Node [B, nodes]."""
+    return tree.embeddings.state_embedding if algorithm == "stochastic" else tree.embeddings
 
 
 @pytest.fixture(scope="module")
@@ -92,15 +101,20 @@ def test_search_shapes_and_masking(cases, searched, algorithm):
     assert mask[np.arange(6), np.asarray(out.action)].all()
     # every expanded decision node of the tree, not only the root, visits legal actions only
     tree = out.tree
-    embedded = tree.embeddings.state_embedding if algorithm == "stochastic" else \
-        tree.embeddings
-    node_mask = np.asarray(embedded.legal_action_mask)  # [B, nodes, 514]
+    nodes = tree_nodes(tree, algorithm)
     decision = np.asarray(tree.node_visits) > 0
     if algorithm == "stochastic":
         decision &= np.asarray(tree.embeddings.is_decision_node)
-    visits = np.asarray(tree.children_visits)[decision]
     assert decision[:, 1:].any()  # some interior decision nodes were expanded
-    assert (visits[~node_mask[decision]] == 0).all()
+    slot_legal = np.take_along_axis(np.asarray(nodes.state.legal_action_mask),
+                                    np.asarray(nodes.actions), -1)[decision]  # [nodes, K]
+    visits = np.asarray(tree.children_visits)[decision]
+    assert (visits[~slot_legal] == 0).all()
+    # the slots: each node's legal actions in ascending order, then EMPTY_SLOT
+    for mask, actions in zip(np.asarray(nodes.state.legal_action_mask)[decision],
+                             np.asarray(nodes.actions)[decision]):
+        legal = np.nonzero(mask)[0]
+        assert list(actions) == list(legal) + [S.EMPTY_SLOT] * (len(actions) - len(legal))
 
 
 def test_values_keep_their_sign_when_the_same_player_moves_again(cases, searched):
@@ -127,10 +141,12 @@ def test_values_keep_their_sign_when_the_same_player_moves_again(cases, searched
     # decision, a move gives him -0.5. (Deeper nodes mix in the other sign: a constant value
     # is not self-consistent, so only the signs are exact, not the magnitudes.)
     tree = searched["stochastic"].tree
-    q = np.asarray(tree.qvalues(jnp.zeros(6, jnp.int32)))[0]
+    q = np.asarray(tree.qvalues(jnp.zeros(6, jnp.int32)))[0]  # by slot
     visited = np.asarray(tree.children_visits)[0, 0] > 0
-    assert visited[1] and visited[2:].any()
-    assert q[1] > 0.25 and (q[2:][visited[2:]] < -0.25).all(), q[visited]
+    actions = np.asarray(tree.embeddings.state_embedding.actions)[0, 0]
+    go, move = actions == 1, actions >= 2
+    assert visited[go].all() and visited[move].any()
+    assert q[go][0] > 0.25 and (q[move & visited] < -0.25).all(), q[visited]
 
 
 def test_margin_utility():
@@ -211,3 +227,94 @@ def test_lookahead_plays_the_best_afterstate_among_the_policy_top_k(cases):
             return v if int(after.current_player) == int(state.current_player) else -v
         assert actions[b] in top
         assert value(actions[b]) == pytest.approx(max(value(a) for a in top), abs=1e-5)
+
+
+def test_slot_tables_hold_the_legal_actions_or_the_top_k_by_prior(positions):
+    states = take(positions, np.arange(0, positions.current_player.shape[0], 3))
+    mask = np.asarray(states.legal_action_mask)
+    logits = np.asarray(jax.random.normal(jax.random.PRNGKey(5), mask.shape))
+    k = 24
+    actions = np.asarray(jax.jit(S.slot_actions, static_argnums=2)(mask, logits, k))
+    counts = mask.sum(-1)
+    assert (counts <= k).any() and (counts > k).any()
+    for row, slots, scores in zip(mask, actions, logits):
+        legal = np.nonzero(row)[0]
+        if len(legal) <= k:  # ascending, then empty slots
+            assert list(slots) == list(legal) + [S.EMPTY_SLOT] * (k - len(legal))
+        else:  # the k likeliest legal actions, likeliest first
+            assert list(slots) == list(legal[np.argsort(-scores[legal], kind="stable")][:k])
+
+
+def wide_search(model, config, params, key, states):
+    """The search over all 514 actions (as before slots), without exploration noise: mctx
+    called with the Model's 514-wide recurrent functions and States as embeddings."""
+    logits, value = model.evaluate(params, states)
+    root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+    invalid = ~states.legal_action_mask
+    if config["algorithm"] == "stochastic":
+        return mctx.stochastic_muzero_policy(
+            params, key, root, model.decision_fn, model.chance_fn,
+            num_simulations=config["num_simulations"], invalid_actions=invalid,
+            qtransform=S._masked_puct_qtransform, dirichlet_fraction=0.0,
+            dirichlet_alpha=config["dirichlet_alpha"], pb_c_init=config["pb_c_init"],
+            temperature=0.0)
+    return mctx.gumbel_muzero_policy(
+        params, key, root, model.sampled_fn, num_simulations=config["num_simulations"],
+        invalid_actions=invalid, max_num_considered_actions=config["max_num_considered_actions"],
+        gumbel_scale=0.0)
+
+
+@pytest.mark.parametrize("algorithm", ["stochastic", "gumbel"])
+def test_slots_relabel_the_514_wide_search(cases, algorithm):
+    """Without exploration noise, and with K leaving an empty slot at every node of the
+    tree, the slotted search is the 514-wide one: the same tree (node by node: visits,
+    values), root policy and action. K is set to the most legal actions of any live node of
+    the wide tree, plus one: the narrowest such K."""
+    model = S.Model(ENV, ObsNet(jax.random.PRNGKey(6)), "points", 144.0)
+    key = jax.random.PRNGKey(7)
+    config = search_config(algorithm, 16)
+    wide = jax.jit(functools.partial(wide_search, model, config))(None, key, cases)
+    states = tree_nodes(wide.search_tree, algorithm)  # State [B, nodes]
+    live = (np.asarray(wide.search_tree.node_visits) > 0) & ~np.asarray(S._done(states))
+    if algorithm == "stochastic":
+        live &= np.asarray(wide.search_tree.embeddings.is_decision_node)
+    k = int(np.asarray(states.legal_action_mask)[live].sum(-1).max()) + 1
+    assert k < tt.NUM_ACTIONS // 2  # the slotted trees are much narrower
+    out = jax.jit(S.make_search(model, {**config, "max_actions": k}, explore=False))(
+        None, key, cases)
+
+    assert np.array_equal(out.tree.node_visits, wide.search_tree.node_visits)
+    assert np.allclose(out.tree.node_values, wide.search_tree.node_values, atol=1e-5)
+    assert np.allclose(out.policy, wide.action_weights, atol=1e-6)
+    assert np.allclose(out.value, wide.search_tree.node_values[:, 0], atol=1e-5)
+    if algorithm == "gumbel":
+        assert np.array_equal(out.action, wide.action)
+    else:
+        # temperature 0 breaks ties between the most visited actions with noise drawn per
+        # action, which differs with the width: the action is one of the most visited
+        policy = np.asarray(out.policy)
+        best = policy == policy.max(-1, keepdims=True)
+        assert best[np.arange(6), np.asarray(out.action)].all()
+        unique = best.sum(-1) == 1
+        assert unique.any()
+        assert np.array_equal(np.asarray(out.action)[unique], np.asarray(wide.action)[unique])
+
+
+@pytest.mark.parametrize("algorithm", ["stochastic", "gumbel"])
+def test_nodes_with_more_legal_actions_than_slots_keep_the_likeliest(cases, algorithm):
+    net, k = ObsNet(jax.random.PRNGKey(8)), 3
+    model = S.Model(ENV, net, "outcome", 72.0)
+    mask = np.asarray(cases.legal_action_mask)
+    assert (mask.sum(-1) > k).sum() >= 4
+    out = jax.jit(S.make_search(model, search_config(algorithm, 8, max_actions=k)))(
+        None, jax.random.PRNGKey(9), cases)
+    policy = np.asarray(out.policy)
+    assert policy.shape == (6, tt.NUM_ACTIONS)
+    assert np.allclose(policy.sum(-1), 1.0, atol=1e-5)
+    logits = np.where(mask, np.asarray(net.apply(None, cases.observation)[0]), -np.inf)
+    likeliest = np.argsort(-logits, -1, kind="stable")[:, :k]
+    kept = np.zeros_like(mask)
+    np.put_along_axis(kept, likeliest, True, -1)
+    kept &= mask
+    assert (policy[~kept] == 0).all()
+    assert kept[np.arange(6), np.asarray(out.action)].all()

@@ -92,6 +92,8 @@ def four_devices(tmp_path_factory):
     ("network.width=1.5", "network.width"),
     ("search.num_simulations=0", "search.num_simulations"),
     ("search.algorithm=alphabeta", "search.algorithm"),
+    ("search.max_actions=0", "search.max_actions"),
+    ("search.max_actions=515", "search.max_actions"),
     ("evaluation.opponents=[random, nobody]", "evaluation.opponents"),
     ("evaluation.opponents=[greedy:0]", "evaluation.opponents"),
     ("evaluation.games=7", "evaluation.games"),

@@ -75,6 +75,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         # gumbel: mctx.gumbel_muzero_policy, the dice sampled inside the simulator.
         "algorithm": Key("stochastic", str, _one_of("stochastic", "gumbel")),
         "num_simulations": Key(32, int, _at_least(1)),
+        # Action slots per tree node: the trees are this wide, not 514 (mctx's bookkeeping
+        # grows with the width). A node with more legal actions keeps the ones with the
+        # highest prior logits. 256: no position seen has more (max 204 in 3M random-play
+        # decisions, 151 in the golden data); see docs/training.md.
+        "max_actions": Key(256, int, _in_range(1, NUM_ACTIONS)),
         "max_num_considered_actions": Key(16, int, _at_least(1)),  # gumbel
         "dirichlet_fraction": Key(0.25, float, _in_range(0.0, 1.0)),  # stochastic
         "dirichlet_alpha": Key(0.3, float, _at_least(1e-6)),  # stochastic

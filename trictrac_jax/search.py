@@ -16,11 +16,20 @@ carries the sign:
 -1 when the player to move changes, +1 when the same player moves again (after Go, or after
 bearing off his last checker), 0 once the game is over. Illegal actions are masked at every
 node: their prior logit is `MASKED_LOGIT` and, in the PUCT search, their score too.
+
+The trees are K = `search.max_actions` actions wide, not 514: mctx's bookkeeping grows with
+the width of its action axis. Each decision node (`Node`) carries the table of its K *slots*:
+its legal actions in ascending index order, then `EMPTY_SLOT` in the slots left over. A node
+with more than K legal actions keeps the K with the highest prior logits (ordered by
+descending logit). The recurrent functions map slot -> action, priors are gathered into the
+slots, and the root policy is scattered back to the 514 actions. With K above every node's
+number of legal actions, slots only relabel the actions (order kept), and the search is the
+514-wide one (tests/test_search.py says how exactly).
 """
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -30,14 +39,71 @@ from flax import struct
 from trictrac_jax import network as N
 from trictrac_jax import scoring
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, sample_outcome
-from trictrac_jax.state import State
+from trictrac_jax.state import NUM_ACTIONS, State
+
+# The action of an empty slot: Roll, never legal at a decision (taking it forfeits the game),
+# never chosen by the search (empty slots are masked as illegal actions are).
+EMPTY_SLOT = 0
 
 
 class SearchOutput(NamedTuple):
     action: jax.Array  # int32[B], the move to play
     policy: jax.Array  # float32[B, 514], the search policy (training target)
     value: jax.Array  # float32[B], the root value (mover's view)
-    tree: mctx.Tree  # the search tree (decision part), for inspection
+    tree: mctx.Tree  # the search tree (decision part, K slots wide), for inspection
+
+
+def _done(state: State):
+    return state.terminated | state.truncated
+
+
+@struct.dataclass
+class Node:
+    """A decision node of the tree: its State and the actions of its K slots."""
+
+    state: State
+    actions: jax.Array  # int32[K]: slot -> action index, EMPTY_SLOT where unused
+
+
+def slot_actions(mask, logits, k: int):
+    """int32[B, k]: the slot table of nodes with legal actions bool[B, 514] and prior logits
+    float32[B, 514]: the legal actions in ascending index order, EMPTY_SLOT after them; a
+    node with more than k legal actions gets the k with the highest logits instead (by
+    descending logit, ties by index). One top_k ranks both cases: by -index, or by logit."""
+    fits = mask.sum(-1, keepdims=True) <= k
+    rank = jnp.where(fits, -jnp.arange(NUM_ACTIONS, dtype=jnp.float32), logits)
+    top, actions = jax.lax.top_k(jnp.where(mask, rank, -jnp.inf), k)
+    return jnp.where(top > -jnp.inf, actions, EMPTY_SLOT).astype(jnp.int32)
+
+
+def to_slots(logits, actions):
+    """float32[B, K]: the logits [B, 514] of each slot's action, MASKED_LOGIT in empty
+    slots."""
+    valid = actions != EMPTY_SLOT
+    return jnp.where(valid, jnp.take_along_axis(logits, actions, -1), N.MASKED_LOGIT)
+
+
+def from_slots(weights, actions):
+    """float32[B, 514]: slot weights [B, K] scattered to their actions (0 elsewhere, and
+    the weight of empty slots dropped)."""
+    rows = jnp.arange(actions.shape[0])[:, None]
+    target = jnp.where(actions != EMPTY_SLOT, actions, NUM_ACTIONS)  # out of range: dropped
+    return jnp.zeros((actions.shape[0], NUM_ACTIONS), weights.dtype).at[rows, target].set(
+        weights, mode="drop")
+
+
+def decision_node(states: State, logits, k: int):
+    """(slot logits float32[B, k], Node [B]) of decision `states` [B] with prior logits
+    [B, 514]. A finished game has no slots: nothing below it is backed up (discount 0), and
+    its all-True mask would otherwise fill every slot."""
+    mask = states.legal_action_mask & ~_done(states)[:, None]
+    actions = slot_actions(mask, logits, k)
+    return to_slots(logits, actions), Node(states, actions)
+
+
+def _slot_action(slot, nodes: Node):
+    """int32[B]: the action of `slot` [B] at each node."""
+    return jnp.take_along_axis(nodes.actions, slot[:, None].astype(jnp.int32), -1)[:, 0]
 
 
 @struct.dataclass
@@ -80,12 +146,9 @@ def baseline(state: State, player, value_target: str, margin_scale: float):
     return jnp.zeros(jnp.shape(player), jnp.float32)
 
 
-def _done(state: State):
-    return state.terminated | state.truncated
-
-
 class Model:
-    """The simulator plus the network, as the recurrent functions mctx calls (batched [B])."""
+    """The simulator plus the network, as mctx recurrent functions over the 514 actions with
+    States as embeddings (batched [B]); `slotted` narrows them to the trees' K slots."""
 
     def __init__(self, env: Trictrac, net: N.PolicyValueNet, value_target: str,
                  margin_scale: float):
@@ -98,10 +161,6 @@ class Model:
     def evaluate(self, params, states: State):
         """Masked logits [B, 514] and value [B] (the view of each state's player to move)."""
         return N.apply(self.net, params, states.observation, states.legal_action_mask)
-
-    def root(self, params, states: State) -> mctx.RootFnOutput:
-        logits, value = self.evaluate(params, states)
-        return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
 
     def outcome(self, params, after: State, nxt: State, mover, base):
         """RecurrentFnOutput of the transition decision -> `after` -> `nxt` for `mover`,
@@ -197,19 +256,53 @@ def make_lookahead(model: Model, top_k: int):
     return lookahead
 
 
+class Slots(NamedTuple):
+    """A Model's functions for mctx over K slots: decision nodes embed a `Node`."""
+
+    root: Callable  # (params, states[B]) -> RootFnOutput
+    decision_fn: Callable  # stochastic: (params, key, slot, Node) -> (out, Afterstate)
+    chance_fn: Callable  # stochastic: (params, key, outcome, Afterstate) -> (out, Node)
+    sampled_fn: Callable  # gumbel: (params, key, slot, Node) -> (out, Node)
+
+
+def slotted(model: Model, k: int) -> Slots:
+    """`model`'s recurrent functions with actions in K = `k` slots per decision node."""
+
+    def root(params, states: State):
+        logits, value = model.evaluate(params, states)
+        slot_logits, nodes = decision_node(states, logits, k)
+        return mctx.RootFnOutput(prior_logits=slot_logits, value=value, embedding=nodes)
+
+    def decision_fn(params, key, slot, nodes: Node):
+        return model.decision_fn(params, key, _slot_action(slot, nodes), nodes.state)
+
+    def chance_fn(params, key, outcome, afterstate: Afterstate):
+        out, nxt = model.chance_fn(params, key, outcome, afterstate)
+        slot_logits, nodes = decision_node(nxt, out.action_logits, k)
+        return out.replace(action_logits=slot_logits), nodes
+
+    def sampled_fn(params, key, slot, nodes: Node):
+        out, nxt = model.sampled_fn(params, key, _slot_action(slot, nodes), nodes.state)
+        slot_logits, nodes = decision_node(nxt, out.prior_logits, k)
+        return out.replace(prior_logits=slot_logits), nodes
+
+    return Slots(root, decision_fn, chance_fn, sampled_fn)
+
+
 def make_search(model: Model, search_config: dict, explore: bool = True):
-    """`search(params, key, states[B]) -> SearchOutput`.
+    """`search(params, key, states[B]) -> SearchOutput`, over `search.max_actions` slots.
 
     `explore`: Dirichlet noise and visit-count sampling (stochastic) or Gumbel noise
     (gumbel) for self-play; without it the search plays its best action (evaluation)."""
     s = search_config
+    fns = slotted(model, s["max_actions"])
 
     def search(params, key, states: State) -> SearchOutput:
-        root = model.root(params, states)
-        invalid = ~states.legal_action_mask
+        root = fns.root(params, states)
+        invalid = root.embedding.actions == EMPTY_SLOT
         if s["algorithm"] == "stochastic":
             out = mctx.stochastic_muzero_policy(
-                params, key, root, model.decision_fn, model.chance_fn,
+                params, key, root, fns.decision_fn, fns.chance_fn,
                 num_simulations=s["num_simulations"], invalid_actions=invalid,
                 qtransform=_masked_puct_qtransform,
                 dirichlet_fraction=s["dirichlet_fraction"] if explore else 0.0,
@@ -217,12 +310,13 @@ def make_search(model: Model, search_config: dict, explore: bool = True):
                 temperature=s["temperature"] if explore else 0.0)
         else:
             out = mctx.gumbel_muzero_policy(
-                params, key, root, model.sampled_fn, num_simulations=s["num_simulations"],
+                params, key, root, fns.sampled_fn, num_simulations=s["num_simulations"],
                 invalid_actions=invalid,
                 max_num_considered_actions=s["max_num_considered_actions"],
                 gumbel_scale=1.0 if explore else 0.0)
         root_value = out.search_tree.node_values[:, mctx.Tree.ROOT_INDEX]
-        return SearchOutput(out.action.astype(jnp.int32), out.action_weights, root_value,
-                            out.search_tree)
+        return SearchOutput(_slot_action(out.action, root.embedding),
+                            from_slots(out.action_weights, root.embedding.actions),
+                            root_value, out.search_tree)
 
     return search
