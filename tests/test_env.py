@@ -103,20 +103,63 @@ def test_vmap_equals_per_game_loop():
     del final
 
 
+def _same(a, b) -> bool:
+    return all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)))
+
+
 def test_jit_equals_no_jit():
+    """The methods jit themselves: their results equal the unjitted computation's."""
     key = jax.random.PRNGKey(5)
     state = INIT(key)
-    with jax.disable_jit():
-        eager = ENV.init(key)
-    for t in range(1):  # eager execution is slow: one step after init is enough
-        k = jax.random.fold_in(key, t)
-        action = random_agent(k, state)
-        jitted = STEP(state, action, k)
+    action = random_agent(key, state)
+    after = STEP_DET(state, action)
+    calls = {  # one step after init is enough: eager execution is slow
+        "init": lambda: ENV.init(key), "step": lambda: ENV.step(state, action, key),
+        "chance_step": lambda: ENV.chance_step(after, 17),
+        "restore": lambda: ENV.restore(tt.from_string_id(tt.to_string_id(state))),
+        "observe": lambda: ENV.observe(state, 1 - state.current_player),
+    }
+    for name, call in calls.items():
+        jitted = call()
         with jax.disable_jit():
-            eager = ENV.step(eager, action, k)
-        same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), jitted, eager)
-        assert all(jax.tree.leaves(same)), t
-        state = jitted
+            eager = call()
+        assert _same(jitted, eager), name
+
+
+def test_methods_compose_with_jit_and_vmap():
+    """Called inside a user's jit and vmap, the (self-jitted) methods give each game's own
+    result; environments with the same settings are equal and share their compilations."""
+    keys = jax.random.split(jax.random.PRNGKey(8), 3)
+    states = jax.jit(jax.vmap(ENV.init))(keys)
+    actions = jax.vmap(random_agent)(keys, states)
+    batched = {
+        "step": jax.jit(jax.vmap(ENV.step))(states, actions, keys),
+        "restore": jax.jit(jax.vmap(ENV.restore))(states),
+        "observe": jax.jit(jax.vmap(ENV.observe))(states, jnp.array([0, 1, 0])),
+    }
+    for g in range(3):
+        state, action = jax.tree.map(lambda x: x[g], states), actions[g]
+        one = {"step": ENV.step(state, action, keys[g]), "restore": ENV.restore(state),
+               "observe": ENV.observe(state, g % 2)}
+        for name, result in one.items():
+            assert _same(jax.tree.map(lambda x: x[g], batched[name]), result), (name, g)
+    assert tt.Trictrac(max_steps=None) == ENV and hash(tt.Trictrac(max_steps=None)) == hash(ENV)
+    assert tt.Trictrac(max_steps=5) != ENV and ENV != "trictrac"
+
+
+def test_pgx_env_api():
+    env = tt.make("trictrac")
+    assert env == tt.Trictrac() and env.max_steps == 1000
+    assert (env.id, env.version, env.num_players, env.num_actions, env.observation_shape) == (
+        "trictrac", "v1", 2, 514, (217,))
+    state = INIT(jax.random.PRNGKey(4))
+    assert bool(jnp.array_equal(env.observe(state), state.observation))
+    mover = int(state.current_player)
+    other = env.observe(state, 1 - mover)
+    assert bool(jnp.array_equal(other, tt.observe(state, 1 - mover)))
+    assert not bool(jnp.array_equal(other, state.observation))
+    with pytest.raises(ValueError, match=r"unknown environment id 'backgammon'.*\['trictrac'\]"):
+        tt.make("backgammon")
 
 
 def test_chance_api():
@@ -160,6 +203,31 @@ def test_illegal_action_loses_and_terminal_is_absorbing():
     for bad in (-1, 514, 10_000):
         out = STEP(state, bad, jax.random.PRNGKey(2))
         assert bool(out.terminated) and out.rewards[mover] == -1
+
+
+def test_inputs_that_fit_no_node_change_nothing():
+    """Our rule (docs/rules.md): `chance_step` off a chance node or with an outcome outside
+    0..35, and `step_deterministic` at a chance node, return the state unchanged with zero
+    rewards; `step` at a chance node ignores its action and rolls."""
+    state = INIT(jax.random.PRNGKey(0))
+    after = STEP_DET(state, jnp.argmax(state.legal_action_mask))
+    assert bool(after.is_chance) and not bool(after.rewards.any())
+    for outcome in (-1, 36, 40, 2**31 - 1, -2**31):
+        assert _same(CHANCE(after, outcome), after), outcome
+    for action in (1, 2, -5, 999):
+        assert _same(STEP_DET(after, action), after), action
+    key = jax.random.PRNGKey(9)
+    assert _same(STEP(after, 999, key), CHANCE(after, tt.env.sample_outcome(key)))
+    # per game under vmap: [decision node, chance node]
+    both = jax.tree.map(lambda a, b: jnp.stack([a, b]), state, after)
+    pick = lambda x, g: jax.tree.map(lambda y: y[g], x)
+    rolled = jax.jit(jax.vmap(ENV.chance_step))(both, jnp.array([3, 3]))
+    assert _same(pick(rolled, 0), state) and _same(pick(rolled, 1), CHANCE(after, 3))
+    assert not bool(pick(rolled, 1).is_chance)
+    assert _same(jax.jit(jax.vmap(ENV.chance_step))(both, jnp.array([3, 40])), both)
+    action = jnp.argmax(state.legal_action_mask)
+    decided = jax.jit(jax.vmap(ENV.step_deterministic))(both, jnp.stack([action, action]))
+    assert _same(pick(decided, 0), after) and _same(pick(decided, 1), after)
 
 
 def test_truncation():
@@ -240,8 +308,12 @@ def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
     step = lambda: (jax.jit(jax.vmap(ENV.step))(states, actions, keys),  # traced anew each call
                     jax.jit(jax.vmap(random_agent))(keys, states))
     one_pass = step()
-    monkeypatch.setattr(lanes, "CPU_CHUNK", 16)
-    chunked = step()
+    with monkeypatch.context() as patch:
+        patch.setattr(lanes, "CPU_CHUNK", 16)
+        jax.clear_caches()  # the self-jitted methods keep their batched traces: trace anew
+        chunked = step()
+        assert "scan[" in str(jax.make_jaxpr(jax.vmap(ENV.step))(states, actions, keys))
+    jax.clear_caches()  # nor keep those of 16-game chunks
     same = jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), one_pass, chunked)
     assert all(jax.tree.leaves(same))
     assert not bool(jnp.all(one_pass[0].legal_action_mask == states.legal_action_mask))

@@ -10,8 +10,19 @@ Conventions (as pgx):
 * Stepping a terminated or truncated state returns it unchanged with zero rewards.
 * At terminal states `legal_action_mask` is all True (so that normalising a policy over it
   never divides by zero); at chance nodes it is all False.
+
+Ours, for inputs that fit no node (no error can be raised under `jit`): `step_deterministic`
+at a chance node, and `chance_step` anywhere but at a chance node or with an outcome outside
+0..35, return the state unchanged with zero rewards. `step` is `step_deterministic` then
+`chance_step`: at a chance node it ignores the action and rolls the dice.
+
+The methods are jitted (compiled once per `max_steps`), so that a call on one state outside
+`jit` is one compiled call rather than hundreds of dispatched operations; inside a user's
+`jit` or `vmap` they are traced as part of it.
 """
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -35,12 +46,16 @@ def dice_to_outcome(dice):
     return (dice[..., 0] - 1) * 6 + dice[..., 1] - 1
 
 
+_method_jit = functools.partial(jax.jit, static_argnums=0)  # `self` is static
+
+
 class Trictrac:
     """Trictrac as the reference engine plays it (mmai/trictrac, schools disabled).
 
     `max_steps`: decisions after which a game is truncated (None: never).
     """
 
+    version = "v1"  # pgx's meaning: changes when the behaviour or the API does
     num_players = 2
     num_actions = NUM_ACTIONS
     observation_shape = (OBS_SIZE,)
@@ -52,10 +67,18 @@ class Trictrac:
         self.max_steps = max_steps
         self._first = None  # cache of `_first_positions`
 
+    # Environments with the same `max_steps` are equal: they share their compiled methods.
+    def __eq__(self, other):
+        return type(other) is type(self) and other.max_steps == self.max_steps
+
+    def __hash__(self):
+        return hash(self.max_steps)
+
     @property
     def id(self) -> str:
         return "trictrac"
 
+    @_method_jit
     def init(self, key) -> State:
         """A new game, White to play, after White's first roll (sampled with `key`).
 
@@ -73,8 +96,10 @@ class Trictrac:
                 self._first = jax.device_get(roll(jnp.arange(NUM_CHANCE_OUTCOMES)))
         return self._first
 
+    @_method_jit
     def step(self, state: State, action, key) -> State:
-        """Take `action` at a decision node, then roll the dice with `key` if needed."""
+        """Take `action` at a decision node, then roll the dice with `key` if needed (at a
+        chance node: only roll)."""
         return cpu_chunked(self._step)(state, action, key)  # (large CPU batches: lanes.py)
 
     def _step(self, state: State, action, key) -> State:
@@ -83,31 +108,46 @@ class Trictrac:
         # observed once, on the final state, rather than after each half
         return rolled.replace(rewards=after.rewards + rolled.rewards, observation=observe(rolled))
 
+    @_method_jit
     def step_deterministic(self, state: State, action) -> State:
-        """Take `action`; the result waits for the dice (`is_chance`) unless the game ended."""
+        """Take `action` at a decision node; the result waits for the dice (`is_chance`)
+        unless the game ended. Elsewhere a no-op with zero rewards."""
         return self._deterministic(state, action, observed=True)
 
+    @_method_jit
     def chance_step(self, state: State, outcome) -> State:
-        """Roll the dice of chance outcome `outcome` (0..35) at a chance node; else a no-op."""
+        """Roll the dice of chance outcome `outcome` (0..35) at a chance node. Elsewhere, or
+        for an outcome outside 0..35, a no-op with zero rewards."""
         return self._chance(state, outcome, observed=True)
 
     def _deterministic(self, state: State, action, observed: bool) -> State:
         action = jnp.asarray(action, jnp.int32)
         done = state.terminated | state.truncated
         legal = state.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)]
-        legal &= (action >= 0) & (action < NUM_ACTIONS) & ~state.is_chance
+        legal &= (action >= 0) & (action < NUM_ACTIONS)
         played = _decide(state, action)
         played = played.replace(_step_count=state._step_count + 1)
         played = self._finish(played, rolled=False, observed=observed)
         forfeit = _forfeit(state)
-        return jax.tree.map(lambda d, p, f: jnp.where(done, d, jnp.where(legal, p, f)),
+        # At a chance node no decision is due: nobody forfeits, nothing happens.
+        keep = done | state.is_chance
+        return jax.tree.map(lambda k, p, f: jnp.where(keep, k, jnp.where(legal, p, f)),
                             state.replace(rewards=jnp.zeros(2, jnp.float32)), played, forfeit)
 
     def _chance(self, state: State, outcome, observed: bool) -> State:
+        outcome = jnp.asarray(outcome, jnp.int32)
+        valid = (outcome >= 0) & (outcome < NUM_CHANCE_OUTCOMES)
+        # an outcome out of range indexes some other outcome's dice: that roll is discarded
         rolled = self._finish(_roll(state, CHANCE_DICE[outcome]), rolled=True, observed=observed)
         keep = state.replace(rewards=jnp.zeros(2, jnp.float32))
-        return jax.tree.map(lambda r, k: jnp.where(state.is_chance, r, k), rolled, keep)
+        return jax.tree.map(lambda r, k: jnp.where(state.is_chance & valid, r, k), rolled, keep)
 
+    @_method_jit
+    def observe(self, state: State, player_id=None):
+        """float32[217]: `observe` as pgx's `Env.observe` (default: the player to move)."""
+        return observe(state, player_id)
+
+    @_method_jit
     def restore(self, state: State) -> State:
         """Recompute the derived fields of a state given only its game fields (a position
         loaded from the reference engine, say): legal actions, observation, flags."""
@@ -131,6 +171,16 @@ class Trictrac:
         return state.replace(rewards=rewards.astype(jnp.float32), terminated=ended,
                              truncated=truncated, is_chance=is_chance, legal_action_mask=mask,
                              observation=observe(state) if observed else state.observation)
+
+
+ENV_IDS = ("trictrac",)
+
+
+def make(env_id: str) -> Trictrac:
+    """The environment `env_id` with its default settings, as `pgx.make`."""
+    if env_id not in ENV_IDS:
+        raise ValueError(f"unknown environment id {env_id!r}; known ids: {list(ENV_IDS)}")
+    return Trictrac()
 
 
 def new_game() -> State:
