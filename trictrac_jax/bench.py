@@ -465,9 +465,10 @@ def parse_args(argv):
                    help="the GPU figures instead, on whatever device JAX runs on (see "
                         "trictrac_jax/bench_gpu.py; sized for it, --quick: the smallest); "
                         "uses --quick, --no-pgx, --output, --budget-seconds only")
-    p.add_argument("--budget-seconds", type=float, default=480.0,
-                   help="--gpu: skip rows that would start after this many seconds "
-                        "(default 480)")
+    p.add_argument("--budget-seconds", type=float, default=360.0,
+                   help="--gpu: skip random-play and self-play rows that would start after "
+                        "this many seconds (default 360; the split and the rows under way "
+                        "still run)")
     p.add_argument("--output", type=Path,
                    help="default docs/benchmarks.md (--gpu: docs/benchmarks-<platform>.md "
                         "and .json)")

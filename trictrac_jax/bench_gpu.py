@@ -56,8 +56,8 @@ SIZES = {
     "gpu": Sizes((1024, 8192, 32768, 131072), 32, None, None,
                  ((2048, 16, "gumbel"), (2048, 64, "stochastic"),
                   (8192, 16, "gumbel"), (8192, 64, "stochastic")), 4, 1.0),
-    "cpu": Sizes((64, 256, 1024), 16, 256, None,
-                 ((64, 8, "gumbel"), (256, 8, "gumbel"), (256, 8, "stochastic")), 2, 1.0),
+    "cpu": Sizes((256, 1024), 16, 256, None, ((256, 8, "gumbel"), (256, 8, "stochastic")),
+                 2, 1.0),
     "quick": Sizes((4,), 2, 4, 2, ((4, 2, "gumbel"),), 1, 0.0),
 }
 
