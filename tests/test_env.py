@@ -294,17 +294,27 @@ def test_pmap_and_sharding_match_vmap():
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
 
 
+def _varied_batch(games=64):
+    """(states, actions, keys) of `games` games after 12 random steps: varied positions."""
+    keys = jax.random.split(jax.random.PRNGKey(21), games)
+    states = jax.vmap(ENV.init)(keys)
+    agent, play_step = jax.jit(jax.vmap(random_agent)), jax.jit(jax.vmap(ENV.step))
+    for k in jax.random.split(jax.random.PRNGKey(22), 12):
+        states = play_step(states, agent(jax.random.split(k, games), states), keys)
+    return states, agent(keys, states), keys
+
+
+def _same(a, b):
+    return all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)))
+
+
 def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
     """Batches above lanes.CPU_CHUNK games run a step (and the random agent) chunk by chunk:
     same states and actions."""
     from trictrac_jax import lanes
 
-    keys = jax.random.split(jax.random.PRNGKey(21), 64)
-    states = jax.vmap(ENV.init)(keys)
-    agent, play_step = jax.jit(jax.vmap(random_agent)), jax.jit(jax.vmap(ENV.step))
-    for k in jax.random.split(jax.random.PRNGKey(22), 12):  # varied positions
-        states = play_step(states, agent(jax.random.split(k, 64), states), keys)
-    actions = agent(keys, states)
+    monkeypatch.setenv(lanes.RULES_VARIABLE, "cpu")
+    states, actions, keys = _varied_batch()
     step = lambda: (jax.jit(jax.vmap(ENV.step))(states, actions, keys),  # traced anew each call
                     jax.jit(jax.vmap(random_agent))(keys, states))
     one_pass = step()
@@ -314,6 +324,32 @@ def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
         chunked = step()
         assert "scan[" in str(jax.make_jaxpr(jax.vmap(ENV.step))(states, actions, keys))
     jax.clear_caches()  # nor keep those of 16-game chunks
-    same = jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), one_pass, chunked)
-    assert all(jax.tree.leaves(same))
+    assert _same(one_pass, chunked)
     assert not bool(jnp.all(one_pass[0].legal_action_mask == states.legal_action_mask))
+
+
+def test_gpu_rules_give_the_states_of_the_cpu_rules(monkeypatch):
+    """The GPU rules (plain fusion, one pass), forced on CPU, play the same games as the CPU
+    rules (while-loop materialisation, here in chunks of 16): a step, its two halves and the
+    random agent."""
+    from trictrac_jax import lanes
+
+    states, actions, keys = _varied_batch()
+    outcomes = jax.random.randint(jax.random.PRNGKey(23), (64,), 0, tt.NUM_CHANCE_OUTCOMES)
+
+    def run():  # traced anew each call, under the rules then in force
+        after = jax.jit(jax.vmap(ENV.step_deterministic))(states, actions)
+        return (jax.jit(jax.vmap(ENV.step))(states, actions, keys), after,
+                jax.jit(jax.vmap(ENV.chance_step))(after, outcomes),
+                jax.jit(jax.vmap(random_agent))(keys, states))
+
+    monkeypatch.setattr(lanes, "CPU_CHUNK", 16)
+    monkeypatch.setenv(lanes.RULES_VARIABLE, "cpu")
+    jax.clear_caches()  # the self-jitted methods keep their traces: trace under each rule
+    cpu = run()
+    monkeypatch.setenv(lanes.RULES_VARIABLE, "gpu")
+    assert not lanes.rules().materialise_in_loop and not lanes.rules().chunked
+    jax.clear_caches()
+    gpu = run()
+    jax.clear_caches()
+    assert _same(cpu, gpu)

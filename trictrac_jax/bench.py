@@ -3,6 +3,7 @@ and self-play with tree search.
 
     python -m trictrac_jax.bench           # full run, writes docs/benchmarks.md
     python -m trictrac_jax.bench --quick   # batches 1, 64, 256 and shorter runs
+    python -m trictrac_jax.bench --gpu     # the GPU figures, on any device (bench_gpu.py)
 
 One step is one `env.step` call per game: a decision (uniform over the legal mask) and the
 dice roll that follows. The loop runs inside `jax.lax.scan` under `jit`, and finished games
@@ -169,11 +170,18 @@ def measure_search(algorithm, simulations, games, min_seconds):
     """Moves/s of self-play with search (no updates) in `games` parallel games, the quick
     config's network (128 x 2, untrained); a dict of the figures."""
     from trictrac_jax import config as C
-    from trictrac_jax import training as T
     config = C.load_config(None, [
         *SEARCH_OVERRIDES, f"selfplay.batch_size={games}", f"search.algorithm={algorithm}",
         f"search.num_simulations={simulations}",
         f"search.max_num_considered_actions={min(simulations, 16)}"])
+    return {"algorithm": algorithm, "simulations": simulations, "games": games,
+            **selfplay_rate(config, min_seconds)}
+
+
+def selfplay_rate(config, min_seconds):
+    """{compile_s, moves_per_s} of `Trainer.selfplay` of `config` (untrained network): the
+    fastest of at least 3 calls after compilation."""
+    from trictrac_jax import training as T
     trainer = T.Trainer(config)
     params = trainer.init_state(jax.random.PRNGKey(0)).params
     actors, buffer = trainer.init_games(jax.random.PRNGKey(1))
@@ -181,7 +189,7 @@ def measure_search(algorithm, simulations, games, min_seconds):
     actors, buffer, stats = jax.block_until_ready(
         trainer.selfplay(params, actors, buffer, jax.random.PRNGKey(2)))  # compiles
     compile_s = time.perf_counter() - start
-    moves = games * config["selfplay"]["steps_per_iteration"]
+    moves = config["selfplay"]["batch_size"] * config["selfplay"]["steps_per_iteration"]
     times, key = [], jax.random.PRNGKey(3)
     while len(times) < 3 or sum(times) < min_seconds:
         key, k_run = jax.random.split(key)
@@ -189,8 +197,7 @@ def measure_search(algorithm, simulations, games, min_seconds):
         actors, buffer, stats = jax.block_until_ready(
             trainer.selfplay(params, actors, buffer, k_run))
         times.append(time.perf_counter() - start)
-    return {"algorithm": algorithm, "simulations": simulations, "games": games,
-            "compile_s": compile_s, "moves_per_s": moves / min(times)}
+    return {"compile_s": compile_s, "moves_per_s": moves / min(times)}
 
 
 def in_fresh_process(fn, *args):
@@ -386,8 +393,8 @@ def cost_section(rows, batch):
         f"The estimate is a roofline bound, not a measurement: batch / max(bytes accessed / "
         f"{GPU_BYTES_PER_S / 1e12:g} TB/s, flops / {GPU_FLOPS / 1e12:g} TFLOP/s), from the "
         "CPU-compiled program (a GPU build fuses differently, and kernel launches and "
-        "partial bandwidth use make real runs slower). The measured CPU rate is that of this "
-        f"call alone{peer}."])
+        "partial bandwidth use make real runs slower; `--gpu` measures them). The measured CPU "
+        f"rate is that of this call alone{peer}."])
 
 
 def code_version():
@@ -429,7 +436,9 @@ def machine_section(command, loads):
         "(repeated for at least a few seconds; the least disturbed by other processes); games/s = steps/s / steps/game, the "
         "mean length of complete random games measured in the same run; peak MiB is the "
         "process's peak resident memory on CPU (device peak bytes in use on GPU), measured "
-        "in a fresh process per row; state bytes is the size of one game's state."])
+        "in a fresh process per row; state bytes is the size of one game's state.",
+        "* Measured GPU figures (random play, the split of a search, self-play): "
+        "`python -m trictrac_jax.bench --gpu` on the GPU machine (README, Benchmarks)."])
 
 
 # --- entry point ---
@@ -452,7 +461,17 @@ def parse_args(argv):
                    help="parallel games of self-play with search (default 128)")
     p.add_argument("--max-seconds", type=float, default=90.0,
                    help="skip a batch size whose run is estimated to take longer (default 90)")
-    p.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"))
+    p.add_argument("--gpu", action="store_true",
+                   help="the GPU figures instead, on whatever device JAX runs on (see "
+                        "trictrac_jax/bench_gpu.py; sized for it, --quick: the smallest); "
+                        "uses --quick, --no-pgx, --output, --budget-seconds only")
+    p.add_argument("--budget-seconds", type=float, default=360.0,
+                   help="--gpu: skip random-play and self-play rows that would start after "
+                        "this many seconds (default 360; the split and the rows under way "
+                        "still run)")
+    p.add_argument("--output", type=Path,
+                   help="default docs/benchmarks.md (--gpu: docs/benchmarks-<platform>.md "
+                        "and .json)")
     args = p.parse_args(argv)
     quick = args.quick
     args.batch_sizes = args.batch_sizes or list(QUICK_BATCHES if quick else FULL_BATCHES)
@@ -512,6 +531,10 @@ def main(argv=None):
     """Run the benchmark, print the report and write it to `--output`; returns its text."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
+    command = shlex.join(["python", "-m", "trictrac_jax.bench", *argv])
+    if args.gpu:
+        from trictrac_jax import bench_gpu
+        return bench_gpu.run(args, command)
     load_at_start = os.getloadavg()[0]
     names, notes = available_envs(args.no_pgx)
     lengths = mean_game_lengths(names, args.length_games)
@@ -527,12 +550,12 @@ def main(argv=None):
         rows = [in_fresh_process(measure_search, alg, sims, args.search_games, args.min_seconds)
                 for alg, sims in args.searches]
         sections.append(search_section([r for r in rows if r is not None]))
-    command = shlex.join(["python", "-m", "trictrac_jax.bench", *argv])
     sections.insert(0, machine_section(command, (load_at_start, os.getloadavg()[0])))
     text = "\n\n".join(s for s in sections if s) + "\n"
     print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
+    output = args.output or Path("docs/benchmarks.md")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text)
     return text
 
 
