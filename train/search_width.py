@@ -13,14 +13,12 @@ import argparse
 import time
 
 import jax
-import jax.numpy as jnp
-import mctx
 
 from trictrac_jax import config as C
 from trictrac_jax import network as N
 from trictrac_jax import search as S
 from trictrac_jax.agents import random_agent
-from trictrac_jax.env import NUM_CHANCE_OUTCOMES
+from trictrac_jax.bench_gpu import trivial_search
 
 
 def positions(env, key, games: int, decisions: int):
@@ -31,25 +29,6 @@ def positions(env, key, games: int, decisions: int):
         return jax.vmap(env.step)(states, action, jax.random.split(ks, games)), None
     start = jax.vmap(env.init)(jax.random.split(key, games))
     return jax.lax.scan(body, start, jax.random.split(key, decisions))[0]
-
-
-def trivial_search(algorithm: str, sims: int, width: int, considered: int):
-    """`search(key, games)`: mctx over `width` actions with a model of zeros."""
-    def search(key, games):
-        zeros = lambda *shape: jnp.zeros((games,) + shape)
-        root = mctx.RootFnOutput(prior_logits=zeros(width), value=zeros(),
-                                 embedding=zeros())
-        if algorithm == "gumbel":
-            step = lambda p, k, a, e: (mctx.RecurrentFnOutput(
-                reward=zeros(), discount=zeros(), prior_logits=zeros(width), value=zeros()), e)
-            return mctx.gumbel_muzero_policy(None, key, root, step, sims,
-                                             max_num_considered_actions=considered).action
-        decision = lambda p, k, a, e: (mctx.DecisionRecurrentFnOutput(
-            chance_logits=zeros(NUM_CHANCE_OUTCOMES), afterstate_value=zeros()), e)
-        chance = lambda p, k, a, e: (mctx.ChanceRecurrentFnOutput(
-            action_logits=zeros(width), value=zeros(), reward=zeros(), discount=zeros()), e)
-        return mctx.stochastic_muzero_policy(None, key, root, decision, chance, sims).action
-    return jax.jit(search, static_argnums=1)
 
 
 def seconds(fn, *args, repeats: int):
@@ -87,9 +66,9 @@ def main(argv=None):
                 search = jax.jit(S.make_search(model, search_config))
                 full = seconds(search, params, jax.random.PRNGKey(2), states,
                                repeats=args.repeats)
-                alone = seconds(trivial_search(algorithm, sims, k,
-                                               search_config["max_num_considered_actions"]),
-                                jax.random.PRNGKey(3), args.games, repeats=args.repeats)
+                alone = seconds(jax.jit(trivial_search({**config, "search": search_config},
+                                                       args.games)),
+                                jax.random.PRNGKey(3), repeats=args.repeats)
                 print(f"| {algorithm} | {sims} | {k} | {full:.3f} | {alone:.3f} |", flush=True)
 
 

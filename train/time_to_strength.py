@@ -24,9 +24,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 
-from trictrac_jax import champion, players  # noqa: E402
-from trictrac_jax.env import Trictrac  # noqa: E402
-from trictrac_jax.evaluation import play_match, summarise  # noqa: E402
+from trictrac_jax import champion, players, training  # noqa: E402
+from trictrac_jax.evaluation import summarise  # noqa: E402
 
 # The candidates for base.yaml on one GPU: the searches at fewer simulations, with more games
 # in parallel, against the current base (issue: strength per GPU-minute).
@@ -60,7 +59,8 @@ def train_setting(name: str, config: str, overrides: list[str], minutes: list[fl
     marks = "[" + ",".join(f"{m:g}" for m in minutes) + "]"
     command = [sys.executable, str(pathlib.Path(__file__).with_name("az.py")),
                "--config", config, "--set", f"run.dir={run_dir}",
-               "--set", "training.iterations=1000000", "--set", f"training.max_minutes={max(minutes):g}",
+               "--set", "training.iterations=1000000",
+               "--set", f"training.max_minutes={max(minutes):g}",
                "--set", f"checkpoint.snapshot_minutes={marks}"]
     for override in overrides:
         command += ["--set", override]
@@ -70,21 +70,21 @@ def train_setting(name: str, config: str, overrides: list[str], minutes: list[fl
 
 
 def rate(path: pathlib.Path, opponent: str, games: int, lookahead: int, seed: int) -> dict:
-    """A snapshot's match against `opponent`: its provenance, win rate and 95% interval."""
+    """A snapshot's match against `opponent`: its provenance, win rate and 95% interval.
+    Snapshots of one setting share its compiled match."""
     params, config, provenance = champion.load(path)
-    agent = players.checkpoint_agent(params, config, lookahead=lookahead)
-    match = jax.jit(lambda key: play_match(Trictrac(config["env"]["max_steps"]), agent,
-                                           players.load_agent(opponent), key, games))
-    result = summarise(match(jax.random.PRNGKey(seed)))
+    match = players.evaluator(training.trainer_for(config), opponent, games, 0, lookahead)
+    result = summarise(match(params, jax.random.PRNGKey(seed)))
     lo, hi = result.interval()
     return {**provenance, "win_rate": result.win_rate, "lo": lo, "hi": hi,
             "games": result.games, "summary": result.summary()}
 
 
 def table(rows: list[dict], opponent: str, lookahead: int) -> str:
+    plays = (f"the 1-ply lookahead over its {lookahead} likeliest moves" if lookahead
+             else "its raw policy")
     head = (f"Device: {jax.devices()[0].device_kind} ({jax.default_backend()}). Opponent: "
-            f"`{opponent}`, both seats equally; the network plays "
-            f"{f'the 1-ply lookahead over its {lookahead} likeliest moves' if lookahead else 'its raw policy'}.\n\n"
+            f"`{opponent}`, both seats equally; the network plays {plays}.\n\n"
             "| setting | minutes | iteration | win rate [95% CI] | games |\n|---|---|---|---|---|\n")
     return head + "".join(
         f"| {r['setting']} | {r['minutes']:g} | {r['iteration']} | {100 * r['win_rate']:.1f}% "

@@ -63,9 +63,8 @@ SIZES = {
 
 
 def search_width(config) -> int:
-    """Action slots per node of the search: `search.max_actions` where the search has it,
-    else all the actions."""
-    return config["search"].get("max_actions", tt.NUM_ACTIONS)
+    """Action slots per node of the search (`search.max_actions`)."""
+    return config["search"]["max_actions"]
 
 
 def base_config(games=None, simulations=None, algorithm=None, moves=1):

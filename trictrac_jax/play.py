@@ -1,7 +1,7 @@
 """Play Trictrac in a terminal against a bot.
 
-    python -m trictrac_jax.play [--opponent champion|greedy|greedy:K|first|random|CHECKPOINT] [--seed N]
-                                [--colour white|black]
+    python -m trictrac_jax.play [--opponent champion|greedy|greedy:K|first|random|CHECKPOINT]
+                                [--seed N] [--colour white|black] [--lookahead K]
 
 Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
 are listed in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`);
