@@ -4,6 +4,7 @@
     python train/eval.py --checkpoint runs/quick/checkpoints/40 --opponent greedy:8 --games 100
     python train/eval.py --checkpoint runs/a --opponent runs/b --games 200 --simulations 16
     python train/eval.py --checkpoint runs/quick --opponent greedy --games 200 --lookahead 32
+    python train/eval.py --checkpoint champion --opponent greedy --games 1000 --lookahead 32
 
 CHECKPOINT and a checkpoint OPPONENT are a run directory (its best checkpoint) or one
 checkpoint directory; each is named on stderr as it loads (`loaded runs/quick/checkpoints/85
@@ -21,7 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 
-from trictrac_jax import players  # noqa: E402
+from trictrac_jax import champion, players  # noqa: E402
 from trictrac_jax import training as T  # noqa: E402
 from trictrac_jax.checkpoint import CheckpointError  # noqa: E402
 from trictrac_jax.evaluation import summarise  # noqa: E402
@@ -29,7 +30,8 @@ from trictrac_jax.evaluation import summarise  # noqa: E402
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", required=True, help="run directory or checkpoint directory")
+    p.add_argument("--checkpoint", required=True,
+                   help="run directory, checkpoint directory, or 'champion' (the shipped network)")
     p.add_argument("--opponent", default="random",
                    help="random | first | greedy (every legal action) | greedy:K (the first K "
                         "legal actions by index) | a checkpoint path")
@@ -51,10 +53,13 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        params, config = T.load_params(args.checkpoint)
+        if args.checkpoint == "champion":
+            params, config, _ = champion.load()
+        else:
+            params, config = T.load_params(args.checkpoint)
         match = players.evaluator(T.trainer_for(config), args.opponent, args.games,
                                   args.simulations, args.lookahead)
-    except (CheckpointError, ValueError) as e:
+    except (CheckpointError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     t0 = time.time()
