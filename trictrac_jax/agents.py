@@ -85,8 +85,8 @@ def _greedy_batch(states, top_k: int | None):
     """int32[B]: the greedy action of each of states [B].
 
     The candidates (legal action indices, ascending, then -1) are scored `GREEDY_CHUNK` at a
-    time in a while loop that stops after the chunk holding the batch's last considered
-    action, keeping a running best; a later chunk replaces it only when strictly better,
+    time in a while loop that stops after the chunk holding the last considered action of
+    the batch's live games with a choice, keeping a running best; a later chunk replaces it only when strictly better,
     which keeps the first best by index."""
     batch = states.current_player.shape[0]
     size = NUM_ACTIONS if top_k is None else top_k
@@ -96,7 +96,10 @@ def _greedy_batch(states, top_k: int | None):
         states.legal_action_mask)
     candidates = jnp.where(jnp.arange(padded) < size, candidates, -1)  # [B, padded]
     count = jnp.minimum(jnp.sum(states.legal_action_mask, -1), size)
-    chunks = (jnp.max(count) + chunk - 1) // chunk
+    # Nothing to score in a finished game (its mask is all True: the loop would run to 514)
+    # or with one legal action (the initial best): they never lengthen the batch's loop.
+    live = ~(states.terminated | states.truncated) & (count > 1)
+    chunks = (jnp.max(jnp.where(live, count, 0)) + chunk - 1) // chunk
 
     def body(carry):
         i, best_value, best_action = carry
