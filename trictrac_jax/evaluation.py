@@ -57,9 +57,13 @@ def play_match(env: Trictrac, agent_a, agent_b, key, games: int):
     def turn(carry):
         states, result, key = carry
         key, ka, kb, ks = jax.random.split(key, 4)
-        action_a = jax.vmap(agent_a)(jax.random.split(ka, games), states)
-        action_b = jax.vmap(agent_b)(jax.random.split(kb, games), states)
-        action = jnp.where(states.current_player == colour_a, action_a, action_b)
+        a_moves = states.current_player == colour_a
+        # Each agent sees the games it does not move as finished: its action there is
+        # dropped, and agents that skip finished games (greedy) do no work for them.
+        aside = lambda skip: states.replace(terminated=states.terminated | skip)
+        action_a = jax.vmap(agent_a)(jax.random.split(ka, games), aside(~a_moves))
+        action_b = jax.vmap(agent_b)(jax.random.split(kb, games), aside(a_moves))
+        action = jnp.where(a_moves, action_a, action_b)
         states = jax.vmap(env.step)(states, action, jax.random.split(ks, games))
         result += jnp.take_along_axis(states.rewards, colour_a[:, None], -1)[:, 0]
         return states, result, key
