@@ -105,7 +105,9 @@ def main(argv=None, log=print):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table = L.table(args.agents, ratings, pairs)
-    header = (f"Round robin, {args.games} games per pair (both seats equally), seed "
+    command = "python train/ladder.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    header = (f"`{command}` on {jax.devices()[0].device_kind}.\n\n"
+              f"Round robin, {args.games} games per pair (both seats equally), seed "
               f"{args.seed}, checkpoint lookahead {args.lookahead}, truncated after "
               f"{args.max_steps} decisions (a draw, half a win each); Elo from a "
               f"Bradley-Terry fit, {anchor} = 0, 95% intervals.\n\n")
