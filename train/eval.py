@@ -22,7 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 
-from trictrac_jax import champion, players  # noqa: E402
+from trictrac_jax import players  # noqa: E402
 from trictrac_jax import training as T  # noqa: E402
 from trictrac_jax.checkpoint import CheckpointError  # noqa: E402
 from trictrac_jax.evaluation import summarise  # noqa: E402
@@ -53,10 +53,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        if args.checkpoint == "champion":
-            params, config, _ = champion.load()
-        else:
-            params, config = T.load_params(args.checkpoint)
+        params, config = players.load_network(args.checkpoint)
         match = players.evaluator(T.trainer_for(config), args.opponent, args.games,
                                   args.simulations, args.lookahead)
     except (CheckpointError, ValueError, OSError) as e:

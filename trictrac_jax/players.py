@@ -33,15 +33,20 @@ def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0):
     agent = agents.baseline(spec)
     if agent is not None:
         return agent
-    if spec == "champion":
-        params, config, _ = champion.load()
-        return checkpoint_agent(params, config, num_simulations=num_simulations,
-                                lookahead=lookahead)
-    if "/" not in spec and not spec.startswith("."):
+    if spec != "champion" and "/" not in spec and not spec.startswith("."):
         raise ValueError(f"unknown agent {spec!r}: expected one of {list(agents.BASELINES)}, "
                          f"greedy:K, champion, or a checkpoint path")
-    return checkpoint_agent(*training.load_params(spec), num_simulations=num_simulations,
+    return checkpoint_agent(*load_network(spec), num_simulations=num_simulations,
                             lookahead=lookahead)
+
+
+def load_network(spec: str):
+    """(params, config) of 'champion' (the shipped network) or of a checkpoint path (a run
+    directory's best checkpoint, or one checkpoint directory)."""
+    if spec == "champion":
+        params, config, _ = champion.load()
+        return params, config
+    return training.load_params(spec)
 
 
 def checkpoint_agent(params, config: dict, num_simulations: int = 0, lookahead: int = 0):
