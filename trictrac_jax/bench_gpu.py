@@ -62,11 +62,6 @@ SIZES = {
 }
 
 
-def search_width(config) -> int:
-    """Action slots per node of the search (`search.max_actions`)."""
-    return config["search"]["max_actions"]
-
-
 def base_config(games=None, simulations=None, algorithm=None, moves=1):
     """configs/base.yaml with the given games, simulations and algorithm, `moves` decisions
     per self-play call and a replay buffer of one call."""
@@ -165,7 +160,8 @@ def random_play(names, sizes, budget):
 def trivial_search(config, games):
     """`key -> actions`: the config's mctx search over a model of zeros (no engine, no
     network) at the search's action width: the search's own bookkeeping."""
-    s, width = config["search"], search_width(config)
+    s = config["search"]
+    width = s["max_actions"]
     zeros = lambda *shape: jnp.zeros((games,) + shape, jnp.float32)
     discount = jnp.full(games, -1.0)  # the player to move changes
     root = mctx.RootFnOutput(prior_logits=zeros(width), value=zeros(), embedding=zeros())
@@ -219,7 +215,7 @@ def split(config, steps, min_seconds):
         return jax.vmap(env.chance_step)(jax.vmap(env.step_deterministic)(s, a), o)
 
     parts = [("search bookkeeping (mctx, model of zeros, width "
-              f"{search_width(config)})", 1, trivial_search(config, games), (key,)),
+              f"{config['search']['max_actions']})", 1, trivial_search(config, games), (key,)),
              ("engine (`step_deterministic` + `chance_step`)", sims, engine,
               (states, actions, outcomes)),
              ("network (`network.apply`)", evaluations_per_search(config),
@@ -245,7 +241,7 @@ def split_record(config, rows, search_s):
                   "calls": None, "seconds_per_call": None, "seconds": rest,
                   "share": rest / search_s})
     return {"games": config["selfplay"]["batch_size"], "algorithm": s["algorithm"],
-            "simulations": s["num_simulations"], "width": search_width(config),
+            "simulations": s["num_simulations"], "width": config["search"]["max_actions"],
             "network": f"{config['network']['width']} x {config['network']['blocks']}",
             "search_seconds": search_s, "parts": parts}
 
