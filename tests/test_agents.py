@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
+from trictrac_jax import agents
 from trictrac_jax.agents import first_agent, greedy_agent, random_agent, score_lead
 from trictrac_jax.checkpoint import CheckpointError
 from trictrac_jax.players import checkpoint_agent, load_agent
@@ -103,20 +104,26 @@ def test_full_greedy_looks_beyond_the_32nd_legal_action():
     assert int(jax.jit(load_agent("greedy:32"))(jax.random.PRNGKey(0), state)) in legal[:32]
 
 
-def test_full_greedy_equals_greedy_k_when_k_covers_every_legal_action(positions):
-    """Same choices, ties included, whether the candidates come in one padded list of K or
-    in the list of every action (and chunked or not by the batch rule)."""
+def test_greedy_of_a_batch_is_greedy_of_each_state(positions):
+    """The batch's candidates are scored as one list cut into passes: the same choices, ties
+    included, as one state at a time, for live games split across passes, finished games
+    and forced moves; and greedy:K with K covering every legal action is the full greedy."""
     states, _ = positions
     flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), states)
     count = np.asarray(flat.legal_action_mask).sum(-1)
-    picked = np.flatnonzero(~np.asarray(flat.terminated) & (count >= 8))[:48]
+    done = np.asarray(flat.terminated)
+    picked = np.concatenate([np.flatnonzero(~done & (count >= 8))[:40],
+                             np.flatnonzero(~done & (count == 1))[:4], np.flatnonzero(done)[:4]])
+    assert len(picked) == 48 and count[picked][:40].sum() > agents.GREEDY_PASS
     batch = jax.tree.map(lambda x: x[picked], flat)
     keys = jax.random.split(jax.random.PRNGKey(0), len(picked))
     full = jax.jit(jax.vmap(greedy_agent))(keys, batch)
+    legal = np.asarray(batch.legal_action_mask)[np.arange(len(picked)), np.asarray(full)]
+    assert legal.all()
     covering = jax.jit(jax.vmap(load_agent(f"greedy:{count[picked].max()}")))(keys, batch)
     np.testing.assert_array_equal(full, covering)
     one = jax.jit(greedy_agent)
-    for i in range(0, len(picked), 12):  # unbatched: the same rule for one state
+    for i in range(len(picked)):
         assert int(one(keys[i], jax.tree.map(lambda x: x[i], batch))) == int(full[i])
 
 

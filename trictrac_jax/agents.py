@@ -59,7 +59,12 @@ def score_lead(state, rewards, player):
     return score[player] - score[1 - player]
 
 
-GREEDY_CHUNK = 8  # candidate actions scored together: memory ~ games x 8 x 36 rolled states
+# Candidates scored per pass of greedy's loop: GREEDY_CHUNK per game of the batch, at most
+# GREEDY_PASS. 256 x 36 rolled states are 9 whole lanes.CPU_CHUNKs; on CPU, 1000 mid-game
+# positions took 2.1 s at 256 a pass, 2.5 s at 1024, 3.2 s at 4096, and 3-5x longer when the
+# rolled states were not a multiple of CPU_CHUNK.
+GREEDY_CHUNK = 8
+GREEDY_PASS = 256
 
 
 def greedy_agent(key, state, top_k: int | None = None):
@@ -68,7 +73,7 @@ def greedy_agent(key, state, top_k: int | None = None):
     roll is highest; ties go to the lowest index.
 
     Costs 36 chance steps per considered action. Under `jax.vmap` the batch is scored as one
-    flat batch of rolled states (`_greedy_batch`), `GREEDY_CHUNK` candidates at a time."""
+    flat list of (game, action) candidates (`_greedy_batch`)."""
     del key
     return _greedy(top_k)(state)
 
@@ -84,56 +89,69 @@ def _greedy(top_k: int | None):
 def _greedy_batch(states, top_k: int | None):
     """int32[B]: the greedy action of each of states [B].
 
-    The candidates (legal action indices, ascending, then -1) are scored `GREEDY_CHUNK` at a
-    time in a while loop that stops after the chunk holding the last considered action of
-    the batch's live games with a choice, keeping a running best; a later chunk replaces it only when strictly better,
-    which keeps the first best by index."""
+    The candidates of the whole batch, (game, action) pairs in order of game then action,
+    are listed one after the other and scored a pass at a time in a while loop (see
+    GREEDY_PASS), so the work follows the batch's total number of candidates, not B x its
+    largest count. Finished games and games with one legal action (their first legal action)
+    have none. Each game keeps a running best, replaced only by a strictly better value: the
+    first best by index wins, wherever the passes split the list."""
     batch = states.current_player.shape[0]
-    size = NUM_ACTIONS if top_k is None else top_k
-    chunk = min(GREEDY_CHUNK, size)
-    padded = -(-size // chunk) * chunk
-    candidates = jax.vmap(lambda m: jnp.nonzero(m, size=padded, fill_value=-1)[0])(
-        states.legal_action_mask)
-    candidates = jnp.where(jnp.arange(padded) < size, candidates, -1)  # [B, padded]
-    count = jnp.minimum(jnp.sum(states.legal_action_mask, -1), size)
-    # Nothing to score in a finished game (its mask is all True: the loop would run to 514)
-    # or with one legal action (the initial best): they never lengthen the batch's loop.
-    live = ~(states.terminated | states.truncated) & (count > 1)
-    chunks = (jnp.max(jnp.where(live, count, 0)) + chunk - 1) // chunk
+    mask = states.legal_action_mask  # [B, A]
+    rank = _inclusive_count(mask)  # [B, A]: 1 for the first legal action, ...
+    if top_k is not None:
+        mask &= rank <= top_k
+    count = jnp.sum(mask, -1)
+    mask &= (~(states.terminated | states.truncated) & (count > 1))[:, None]
+    count = jnp.sum(mask, -1)
+    start = jnp.concatenate([jnp.zeros(1, count.dtype), _inclusive_count(count)[:-1]])
+    # The candidates' flat list: pair (g, a) at start[g] + rank - 1, -1 after the last.
+    per_pass = min(GREEDY_CHUNK * batch, GREEDY_PASS)
+    size = -(-batch * NUM_ACTIONS // per_pass) * per_pass
+    where = jnp.where(mask, start[:, None] + rank - 1, size)
+    pairs = jnp.full(size, -1, jnp.int32).at[where.reshape(-1)].set(
+        jnp.arange(batch * NUM_ACTIONS, dtype=jnp.int32), mode="drop")
+    passes = (jnp.sum(count) + per_pass - 1) // per_pass
 
     def body(carry):
         i, best_value, best_action = carry
-        actions = jax.lax.dynamic_slice_in_dim(candidates, i * chunk, chunk, axis=1)  # [B, C]
-        value = jnp.where(actions >= 0, _total_leads(states, actions), -jnp.inf)
-        j = jnp.argmax(value, -1)
-        value = jnp.take_along_axis(value, j[:, None], -1)[:, 0]
-        action = jnp.take_along_axis(actions, j[:, None], -1)[:, 0]
-        better = value > best_value
-        return (i + 1, jnp.where(better, value, best_value),
-                jnp.where(better, action, best_action))
+        pair = jax.lax.dynamic_slice_in_dim(pairs, i * per_pass, per_pass)  # [P]
+        game, action = jnp.maximum(pair, 0) // NUM_ACTIONS, pair % NUM_ACTIONS
+        value = _total_leads(jax.tree.map(lambda x: x[game], states), action)
+        value = jnp.where(pair >= 0, value, -jnp.inf)
+        top = jax.ops.segment_max(value, game, batch)  # [B]: each game's best in the pass
+        first = jax.ops.segment_min(jnp.where(value == top[game], action, NUM_ACTIONS), game,
+                                    batch)
+        better = top > best_value
+        return (i + 1, jnp.where(better, top, best_value),
+                jnp.where(better, first, best_action))
 
-    init = (jnp.int32(0), jnp.full(batch, -jnp.inf), jnp.maximum(candidates[:, 0], 0))
-    return jax.lax.while_loop(lambda c: c[0] < chunks, body, init)[2].astype(jnp.int32)
+    init = (jnp.int32(0), jnp.full(batch, -jnp.inf), jnp.argmax(states.legal_action_mask, -1))
+    return jax.lax.while_loop(lambda c: c[0] < passes, body, init)[2].astype(jnp.int32)
+
+
+def _inclusive_count(x):
+    """Running sum along the last axis, as an associative scan (`jnp.cumsum` is a
+    reduce-window on CPU, quadratic in its length)."""
+    return jax.lax.associative_scan(jnp.add, x.astype(jnp.int32), axis=-1)
 
 
 def _total_leads(states, actions):
-    """float32[B, C]: 36 x the expected `score_lead` of the mover of states [B] after each of
-    actions int32[B, C] (>= 0) and the next roll. Ordered rolls are equally likely, so this
-    is the plain sum over them: a sum of integers, exact, so equally good actions tie
-    whatever the batching. One flat vmap over B x C x 36 rolled states keeps the engine's batch rules."""
-    batch, chunk = actions.shape
-    repeat = lambda tree, n: jax.tree.map(lambda x: jnp.repeat(x, n, axis=0), tree)
-    afters = jax.vmap(_ENV.step_deterministic)(repeat(states, chunk),
-                                               jnp.maximum(actions, 0).reshape(-1))
-    outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), batch * chunk)
-    movers = jnp.repeat(states.current_player, chunk * NUM_CHANCE_OUTCOMES)
+    """float32[P]: 36 x the expected `score_lead` of the mover of states [P] after actions
+    int32[P] and the next roll. Ordered rolls are equally likely, so this is the plain sum
+    over them: a sum of integers, exact, so equally good actions tie whatever the batching.
+    One flat vmap over P x 36 rolled states keeps the engine's batch rules."""
+    size = actions.shape[0]
+    repeat = lambda tree: jax.tree.map(lambda x: jnp.repeat(x, NUM_CHANCE_OUTCOMES, axis=0), tree)
+    afters = jax.vmap(_ENV.step_deterministic)(states, actions)
+    outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), size)
+    movers = jnp.repeat(states.current_player, NUM_CHANCE_OUTCOMES)
 
     def lead(after, outcome, mover):
         rolled = _ENV.chance_step(after, outcome)
         return score_lead(rolled, after.rewards + rolled.rewards, mover)
 
-    leads = jax.vmap(lead)(repeat(afters, NUM_CHANCE_OUTCOMES), outcomes, movers)
-    return jnp.sum(leads.reshape(batch, chunk, NUM_CHANCE_OUTCOMES), -1)
+    leads = jax.vmap(lead)(repeat(afters), outcomes, movers)
+    return jnp.sum(leads.reshape(size, NUM_CHANCE_OUTCOMES), -1)
 
 
 BASELINES = {"random": random_agent, "first": first_agent, "greedy": greedy_agent}
