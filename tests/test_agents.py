@@ -151,10 +151,12 @@ def test_load_agent_specs(tmp_path):
         load_agent(str(tmp_path))
 
 
-@pytest.mark.parametrize("sims, lookahead, message", [
-    (0, 515, "lookahead: must be in"), (0, -1, "lookahead: must be in"),
-    (8, 8, "one search, not both")])
-def test_checkpoint_agent_rejects_a_bad_search(sims, lookahead, message):
+@pytest.mark.parametrize("sims, lookahead, rolls, message", [
+    (0, 515, False, "lookahead: must be in"), (0, -1, False, "lookahead: must be in"),
+    (8, 8, False, "one search, not both"), (0, 0, True, "rolls: .*needs lookahead"),
+    (8, 0, True, "rolls: .*needs lookahead")])
+def test_checkpoint_agent_rejects_a_bad_search(sims, lookahead, rolls, message):
     from trictrac_jax.config import defaults
     with pytest.raises(ValueError, match=message):
-        checkpoint_agent(None, defaults(), num_simulations=sims, lookahead=lookahead)
+        checkpoint_agent(None, defaults(), num_simulations=sims, lookahead=lookahead,
+                         rolls=rolls)

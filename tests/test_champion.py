@@ -24,6 +24,14 @@ def test_champion_beats_random():
     assert result.wins >= 15, result.summary()
 
 
+def test_champion_over_the_rolls_beats_random():
+    agent = players.load_agent("champion", lookahead=4, rolls=True)
+    outcomes = jax.jit(lambda key: play_match(Trictrac(), agent, random_agent, key, 4))(
+        jax.random.PRNGKey(1))
+    result = summarise(outcomes)
+    assert result.wins == 4, result.summary()
+
+
 @pytest.mark.parametrize("content", [b"", b"not msgpack at all", None])
 def test_bad_champion_file_is_named(tmp_path, content):
     path = tmp_path / "champion.msgpack"

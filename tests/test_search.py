@@ -229,6 +229,41 @@ def test_lookahead_plays_the_best_afterstate_among_the_policy_top_k(cases):
         assert value(actions[b]) == pytest.approx(max(value(a) for a in top), abs=1e-5)
 
 
+def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
+    net, top_k = ObsNet(jax.random.PRNGKey(5)), 4
+    model = S.Model(ENV, net, "outcome", 72.0)
+    lookahead = jax.jit(S.make_lookahead(model, top_k, rolls=True))
+    actions = np.asarray(lookahead(None, jax.random.PRNGKey(4), cases))
+    step, roll = jax.jit(ENV.step_deterministic), jax.jit(ENV.chance_step)
+    value_of = jax.jit(lambda obs: net.apply(None, obs)[1])
+    for b in range(0, len(actions), 2):
+        state = take(cases, b)
+        mover = int(state.current_player)
+        mask = np.asarray(state.legal_action_mask)
+        logits = np.where(mask, np.asarray(net.apply(None, state.observation)[0]), -np.inf)
+        top = [a for a in np.argsort(-logits, kind="stable")[:top_k] if mask[a]]
+
+        def value(action):  # the mover's mean over the rolls, computed roll by roll
+            after = step(state, action)
+            if bool(after.terminated):
+                return float(after.rewards[mover])
+            total = 0.0
+            for outcome in range(36):
+                nxt = roll(after, outcome)
+                if bool(nxt.terminated | nxt.truncated):
+                    total += float(nxt.rewards[mover])
+                else:
+                    v = float(value_of(nxt.observation))
+                    total += v if int(nxt.current_player) == mover else -v
+            return total / 36
+        values = {a: value(a) for a in top}
+        batch = jax.tree.map(lambda x: jnp.repeat(x[None], len(top), 0), state)
+        worth = S.rolled_worth(model, None, jnp.array(top, jnp.int32), batch)
+        np.testing.assert_allclose(worth, [values[a] for a in top], atol=1e-5)
+        assert actions[b] in top
+        assert values[actions[b]] == pytest.approx(max(values.values()), abs=1e-5)
+
+
 def test_slot_tables_hold_the_legal_actions_or_the_top_k_by_prior(positions):
     states = take(positions, np.arange(0, positions.current_player.shape[0], 3))
     mask = np.asarray(states.legal_action_mask)

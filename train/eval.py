@@ -5,6 +5,7 @@
     python train/eval.py --checkpoint runs/a --opponent runs/b --games 200 --simulations 16
     python train/eval.py --checkpoint runs/quick --opponent greedy --games 200 --lookahead 32
     python train/eval.py --checkpoint champion --opponent greedy --games 1000 --lookahead 32
+    python train/eval.py --checkpoint champion --opponent greedy --games 1000 --lookahead 32 --rolls
 
 CHECKPOINT and a checkpoint OPPONENT are a run directory (its best checkpoint) or one
 checkpoint directory; each is named on stderr as it loads (`loaded runs/quick/checkpoints/85
@@ -41,12 +42,17 @@ def parse_args(argv=None):
     p.add_argument("--lookahead", type=int, default=0, metavar="K",
                    help="1-ply search for checkpoint agents: the best learned afterstate value "
                         "among the policy's K most likely actions (0: off)")
+    p.add_argument("--rolls", action="store_true",
+                   help="with --lookahead: value each move over the 36 rolls after it (the "
+                        "network's values of the rolled positions; 36x the evaluations)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.games < 2 or args.games % 2:
         p.error(f"--games: must be an even number >= 2, got {args.games}")
     if args.simulations < 0:
         p.error(f"--simulations: must be >= 0, got {args.simulations}")
+    if args.rolls and not args.lookahead:
+        p.error("--rolls: needs --lookahead K > 0")
     return args
 
 
@@ -55,7 +61,7 @@ def main(argv=None):
     try:
         params, config = players.load_network(args.checkpoint)
         match = players.evaluator(T.trainer_for(config), args.opponent, args.games,
-                                  args.simulations, args.lookahead)
+                                  args.simulations, args.lookahead, args.rolls)
     except (CheckpointError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -7,8 +7,8 @@
 An AGENT is anything `players.load_agent` accepts: random, first, greedy (every legal
 action), greedy:K (the first K legal actions by index), a run or checkpoint directory.
 Checkpoint agents play the 1-ply lookahead over their policy's K likeliest moves
-(`--lookahead K`, 0: the raw policy). Games are truncated after `--max-steps` decisions and
-count as draws, half a win to each side. Writes to DIR: ladder.md (the table), pairs.json
+(`--lookahead K`, 0: the raw policy; `--rolls`: each move valued over the 36 rolls). Games
+are truncated after `--max-steps` decisions and count as draws, half a win to each side. Writes to DIR: ladder.md (the table), pairs.json
 (the raw results of each pair) and ladder.png (if matplotlib is installed).
 """
 from __future__ import annotations
@@ -41,6 +41,8 @@ def parse_args(argv=None):
     p.add_argument("--lookahead", type=int, default=32, metavar="K",
                    help="checkpoint agents' 1-ply search over K moves (0: raw policy; "
                         "default 32)")
+    p.add_argument("--rolls", action="store_true",
+                   help="checkpoint agents value each lookahead move over the 36 rolls after it")
     p.add_argument("--max-steps", type=int, default=1000,
                    help="decisions before a game is truncated (a draw; default 1000)")
     p.add_argument("--anchor", default=None,
@@ -50,6 +52,8 @@ def parse_args(argv=None):
         p.error("AGENT: at least two, all different")
     if args.games < 2 or args.games % 2:
         p.error(f"--games: must be an even number >= 2, got {args.games}")
+    if args.rolls and not args.lookahead:
+        p.error("--rolls: needs --lookahead K > 0")
     if args.anchor is not None and args.anchor not in args.agents:
         p.error(f"--anchor: {args.anchor!r} is not among the agents")
     return args
@@ -92,7 +96,8 @@ def plot(names, ratings: L.Ratings, path: pathlib.Path) -> bool:
 def main(argv=None, log=print):
     args = parse_args(argv)
     try:
-        agents = [players.load_agent(a, lookahead=args.lookahead) for a in args.agents]
+        agents = [players.load_agent(a, lookahead=args.lookahead, rolls=args.rolls)
+                  for a in args.agents]
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -106,15 +111,17 @@ def main(argv=None, log=print):
     out.mkdir(parents=True, exist_ok=True)
     table = L.table(args.agents, ratings, pairs)
     command = "python train/ladder.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    over_rolls = " over the rolls" if args.rolls else ""
     header = (f"`{command}` on {jax.devices()[0].device_kind}.\n\n"
               f"Round robin, {args.games} games per pair (both seats equally), seed "
-              f"{args.seed}, checkpoint lookahead {args.lookahead}, truncated after "
+              f"{args.seed}, checkpoint lookahead {args.lookahead}{over_rolls}, truncated after "
               f"{args.max_steps} decisions (a draw, half a win each); Elo from a "
               f"Bradley-Terry fit, {anchor} = 0, 95% intervals.\n\n")
     (out / "ladder.md").write_text(header + table + "\n")
     (out / "pairs.json").write_text(json.dumps({
         "agents": args.agents, "games_per_pair": args.games, "seed": args.seed,
-        "lookahead": args.lookahead, "max_steps": args.max_steps, "anchor": anchor,
+        "lookahead": args.lookahead, "rolls": args.rolls, "max_steps": args.max_steps,
+        "anchor": anchor,
         "pairs": [{"a": args.agents[p.a], "b": args.agents[p.b], "wins_a": p.wins,
                    "wins_b": p.losses, "draws": p.draws} for p in pairs]}, indent=1))
     log(table)

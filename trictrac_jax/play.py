@@ -1,7 +1,7 @@
 """Play Trictrac in a terminal against a bot.
 
     python -m trictrac_jax.play [--opponent champion|greedy|greedy:K|first|random|CHECKPOINT]
-                                [--seed N] [--colour white|black] [--lookahead K]
+                                [--seed N] [--colour white|black] [--lookahead K] [--rolls]
 
 Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
 are listed in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`);
@@ -400,13 +400,13 @@ HELP = """How to answer:
 #  Command line
 # ---------------------------------------------------------------------------------------------
 
-def load_opponent(spec: str, lookahead: int) -> Agent:
+def load_opponent(spec: str, lookahead: int, rolls: bool = False) -> Agent:
     """A baseline by name (engine only), else `players.load_agent` (the champion or a
     checkpoint: the training extra)."""
     agent = agents.baseline(spec)
     if agent is None:
         from trictrac_jax import players  # a checkpoint needs the training stack
-        agent = players.load_agent(spec, lookahead=lookahead)
+        agent = players.load_agent(spec, lookahead=lookahead, rolls=rolls)
     return agent
 
 
@@ -420,13 +420,16 @@ def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> i
     parser.add_argument("--lookahead", type=int, default=32, metavar="K",
                         help="a checkpoint bot's 1-ply search over its policy's K likeliest "
                              "moves (0: the raw policy; default: 32)")
+    parser.add_argument("--rolls", action="store_true",
+                        help="a checkpoint bot values each of those moves over the 36 rolls "
+                             "after it (stronger, 36x the work)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the dice and the bot (default: random)")
     parser.add_argument("--colour", "--color", choices=sorted(COLOURS), default="white",
                         help="your colour; White rolls first (default: white)")
     args = parser.parse_args(argv)
     try:
-        opponent = load_opponent(args.opponent, args.lookahead)
+        opponent = load_opponent(args.opponent, args.lookahead, args.rolls)
     except ImportError as error:  # a checkpoint needs the training extra
         print(f"cannot load opponent {args.opponent!r}: {error} "
               f"(pip install 'trictrac-jax[train]')", file=sys.stderr)

@@ -17,7 +17,7 @@ from trictrac_jax.evaluation import play_match
 from trictrac_jax.state import NUM_ACTIONS
 
 
-def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0):
+def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0, rolls: bool = False):
     """An agent `(key, state) -> int32 action` from a spec:
 
     * a baseline: 'random', 'first', 'greedy' (every legal action) or 'greedy:K' (the first
@@ -26,7 +26,8 @@ def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0):
     * a training run directory (its best checkpoint) or one checkpoint directory
       (RUN_DIR/checkpoints/N): the network's policy, greedy over the masked logits, or with
       `num_simulations` > 0 the run's search (no exploration noise), or with `lookahead`
-      > 0 the 1-ply search over that many actions (`search.make_lookahead`).
+      > 0 the 1-ply search over that many actions (`search.make_lookahead`; with `rolls`,
+      each move valued over the 36 rolls after it).
 
     Networks play as the policy, search or lookahead arguments say. Raises ValueError for
     an unknown name, `CheckpointError` for an unreadable checkpoint."""
@@ -37,7 +38,7 @@ def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0):
         raise ValueError(f"unknown agent {spec!r}: expected one of {list(agents.BASELINES)}, "
                          f"greedy:K, champion, or a checkpoint path")
     return checkpoint_agent(*load_network(spec), num_simulations=num_simulations,
-                            lookahead=lookahead)
+                            lookahead=lookahead, rolls=rolls)
 
 
 def load_network(spec: str):
@@ -49,17 +50,20 @@ def load_network(spec: str):
     return training.load_params(spec)
 
 
-def checkpoint_agent(params, config: dict, num_simulations: int = 0, lookahead: int = 0):
+def checkpoint_agent(params, config: dict, num_simulations: int = 0, lookahead: int = 0,
+                     rolls: bool = False):
     """The agent of trained `params` with their run `config` (see `load_agent`)."""
     if num_simulations and lookahead:
         raise ValueError("num_simulations and lookahead: use one search, not both")
+    if rolls and not lookahead:
+        raise ValueError("rolls: values the lookahead's moves over the rolls; needs lookahead > 0")
     if not 0 <= lookahead <= NUM_ACTIONS:
         raise ValueError(f"lookahead: must be in [0, {NUM_ACTIONS}], got {lookahead}")
     model = S.model_from_config(config)
     # the searches work on batches: one state is a batch of one
     batched = lambda f: lambda key, state: f(key, jax.tree.map(lambda x: x[None], state))[0]
     if lookahead:
-        return batched(functools.partial(S.make_lookahead(model, lookahead), params))
+        return batched(functools.partial(S.make_lookahead(model, lookahead, rolls), params))
     if num_simulations == 0:
         return lambda key, state: N.policy_action(model.net, params, state)
     search = S.make_search(model, {**config["search"], "num_simulations": num_simulations},
@@ -69,15 +73,16 @@ def checkpoint_agent(params, config: dict, num_simulations: int = 0, lookahead: 
 
 @functools.lru_cache(maxsize=16)
 def evaluator(trainer: training.Trainer, opponent: str, games: int, num_simulations: int,
-              lookahead: int = 0):
+              lookahead: int = 0, rolls: bool = False):
     """Jitted `(params, key) -> int32[games]` outcomes of `trainer`'s network (greedy over
-    its policy, its search with `num_simulations` > 0, or its 1-ply `lookahead` > 0)
+    its policy, its search with `num_simulations` > 0, or its 1-ply `lookahead` > 0, over
+    the `rolls` or not)
     against `opponent`, a `load_agent` spec (a checkpoint opponent searches the same way);
     compiled once per trainer and spec."""
-    other = load_agent(opponent, num_simulations, lookahead)
+    other = load_agent(opponent, num_simulations, lookahead, rolls)
 
     def evaluate(params, key):
-        agent = checkpoint_agent(params, trainer.config, num_simulations, lookahead)
+        agent = checkpoint_agent(params, trainer.config, num_simulations, lookahead, rolls)
         return play_match(trainer.env, agent, other, key, games)
     match = jax.jit(evaluate)
     return lambda params, key: match(*jax.device_put((params, key), trainer.replicated))

@@ -236,20 +236,42 @@ def model_from_config(config: dict) -> Model:
                  sp["value_target"], sp["margin_scale"])
 
 
-def make_lookahead(model: Model, top_k: int):
+def rolled_worth(model: Model, params, action, states: State):
+    """float32[B]: the mover's worth of playing `action` [B] in `states` [B], relative to his
+    baseline: the mean over the 36 rolls of the roll's reward plus the discounted value of
+    the position it leads to (a stochastic search's backup one ply below the afterstate)."""
+    after = jax.vmap(model.env.step_deterministic)(states, action)
+    mover = states.current_player
+    each = lambda x: jnp.repeat(x, NUM_CHANCE_OUTCOMES, axis=0)
+    afters = jax.tree.map(each, after)
+    outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), action.shape[0])
+    rolled = jax.vmap(model.env.chance_step)(afters, outcomes)
+    o = model.outcome(params, afters, rolled, each(mover), each(model.baseline(states, mover)))
+    backed_up = (o.reward + o.discount * o.value).reshape(-1, NUM_CHANCE_OUTCOMES)
+    return backed_up @ model.env.chance_probs
+
+
+def make_lookahead(model: Model, top_k: int, rolls: bool = False):
     """`lookahead(params, key, states[B]) -> int32[B]`: a 1-ply search. Among the policy's
     `top_k` most likely legal actions it plays the one whose afterstate (the position after
-    the move, before the next roll) the value network rates best for the mover: an
-    expectation over the 36 rolls learned in training, where a Gumbel MuZero simulation
-    sees one sampled roll. Costs top_k network evaluations and decision steps per move."""
+    the move, before the next roll) is worth most to the mover.
+
+    Without `rolls` the afterstate's worth is the value network's view of it: an expectation
+    over the 36 rolls learned in training (top_k network evaluations a move). With `rolls`
+    it is `rolled_worth`, the mean over the 36 rolls, the network seeing only positions
+    after a roll, as in training (36 x top_k evaluations a move, one candidate at a time to
+    bound memory)."""
 
     def lookahead(params, key, states: State):
         del key  # deterministic
         logits, _ = model.evaluate(params, states)
         top_logits, actions = jax.lax.top_k(logits, top_k)  # [B, K]
-        repeated = jax.tree.map(lambda x: jnp.repeat(x, top_k, axis=0), states)
-        _, value, _ = model.afterstate(params, actions.reshape(-1).astype(jnp.int32), repeated)
-        value = value.reshape(actions.shape)
+        if rolls:
+            value = jax.lax.map(lambda a: rolled_worth(model, params, a, states), actions.T).T
+        else:
+            repeated = jax.tree.map(lambda x: jnp.repeat(x, top_k, axis=0), states)
+            _, value, _ = model.afterstate(params, actions.reshape(-1), repeated)
+            value = value.reshape(actions.shape)
         value = jnp.where(top_logits > N.MASKED_LOGIT / 2, value, -jnp.inf)  # legal only
         best = jnp.argmax(value, axis=-1)
         return jnp.take_along_axis(actions, best[:, None], axis=-1)[:, 0].astype(jnp.int32)
