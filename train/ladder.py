@@ -8,8 +8,9 @@ An AGENT is anything `players.load_agent` accepts: random, first, greedy (every 
 action), greedy:K (the first K legal actions by index), a run or checkpoint directory.
 Checkpoint agents play the 1-ply lookahead over their policy's K likeliest moves
 (`--lookahead K`, 0: the raw policy; `--rolls`: each move valued over the 36 rolls). Games
-are truncated after `--max-steps` decisions and count as draws, half a win to each side. Writes to DIR: ladder.md (the table), pairs.json
-(the raw results of each pair) and ladder.png (if matplotlib is installed).
+are truncated after `--max-steps` decisions and count as draws, half a win to each side.
+Writes to DIR: ladder.md (the command and the table), pairs.json (the raw results of each
+pair) and ladder.png (if matplotlib is installed).
 """
 from __future__ import annotations
 

@@ -34,11 +34,10 @@ def random_agent(key, state):
 def _kth_true(mask, k):
     """Index of the (k + 1)-th True of bool[n, *games] along its first axis (n if none).
 
-    The running count is an associative scan, games last (see lanes.py): `jnp.cumsum` is a
-    reduce-window on CPU, quadratic in n. It is then counted, not searched (it never
-    decreases).
+    The running count is taken games last (see lanes.py), then counted, not searched (it
+    never decreases).
     """
-    count = jax.lax.associative_scan(jnp.add, mask.astype(jnp.int16), axis=0)
+    count = _running_count(mask.astype(jnp.int16), axis=0)
     return jnp.sum(count <= k, axis=0).astype(jnp.int32)
 
 
@@ -97,13 +96,14 @@ def _greedy_batch(states, top_k: int | None):
     first best by index wins, wherever the passes split the list."""
     batch = states.current_player.shape[0]
     mask = states.legal_action_mask  # [B, A]
-    rank = _inclusive_count(mask)  # [B, A]: 1 for the first legal action, ...
+    rank = _running_count(mask.astype(jnp.int32), -1)  # [B, A]: 1 for the first legal action, ...
     if top_k is not None:
         mask &= rank <= top_k
     count = jnp.sum(mask, -1)
-    mask &= (~(states.terminated | states.truncated) & (count > 1))[:, None]
-    count = jnp.sum(mask, -1)
-    start = jnp.concatenate([jnp.zeros(1, count.dtype), _inclusive_count(count)[:-1]])
+    live = ~(states.terminated | states.truncated) & (count > 1)
+    mask &= live[:, None]
+    count = jnp.where(live, count, 0)
+    start = jnp.concatenate([jnp.zeros(1, count.dtype), _running_count(count, 0)[:-1]])
     # The candidates' flat list: pair (g, a) at start[g] + rank - 1, -1 after the last.
     per_pass = min(GREEDY_CHUNK * batch, GREEDY_PASS)
     size = -(-batch * NUM_ACTIONS // per_pass) * per_pass
@@ -129,10 +129,10 @@ def _greedy_batch(states, top_k: int | None):
     return jax.lax.while_loop(lambda c: c[0] < passes, body, init)[2].astype(jnp.int32)
 
 
-def _inclusive_count(x):
-    """Running sum along the last axis, as an associative scan (`jnp.cumsum` is a
-    reduce-window on CPU, quadratic in its length)."""
-    return jax.lax.associative_scan(jnp.add, x.astype(jnp.int32), axis=-1)
+def _running_count(x, axis: int):
+    """Inclusive running sum of integers `x` along `axis`, as an associative scan:
+    `jnp.cumsum` is a reduce-window on CPU, quadratic in the axis' length."""
+    return jax.lax.associative_scan(jnp.add, x, axis=axis)
 
 
 def _total_leads(states, actions):
@@ -140,18 +140,11 @@ def _total_leads(states, actions):
     int32[P] and the next roll. Ordered rolls are equally likely, so this is the plain sum
     over them: a sum of integers, exact, so equally good actions tie whatever the batching.
     One flat vmap over P x 36 rolled states keeps the engine's batch rules."""
-    size = actions.shape[0]
-    repeat = lambda tree: jax.tree.map(lambda x: jnp.repeat(x, NUM_CHANCE_OUTCOMES, axis=0), tree)
     afters = jax.vmap(_ENV.step_deterministic)(states, actions)
-    outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), size)
+    repeated, rolled = _ENV.every_roll(afters)
     movers = jnp.repeat(states.current_player, NUM_CHANCE_OUTCOMES)
-
-    def lead(after, outcome, mover):
-        rolled = _ENV.chance_step(after, outcome)
-        return score_lead(rolled, after.rewards + rolled.rewards, mover)
-
-    leads = jax.vmap(lead)(repeat(afters), outcomes, movers)
-    return jnp.sum(leads.reshape(size, NUM_CHANCE_OUTCOMES), -1)
+    leads = jax.vmap(score_lead)(rolled, repeated.rewards + rolled.rewards, movers)
+    return jnp.sum(leads.reshape(-1, NUM_CHANCE_OUTCOMES), -1)
 
 
 BASELINES = {"random": random_agent, "first": first_agent, "greedy": greedy_agent}

@@ -143,6 +143,16 @@ class Trictrac:
         return jax.tree.map(lambda r, k: jnp.where(state.is_chance & valid, r, k), rolled, keep)
 
     @_method_jit
+    def every_roll(self, afterstates: State) -> tuple[State, State]:
+        """(repeated, rolled), both [P * 36]: each of `afterstates` [P] once per roll, and
+        the position after that roll; an afterstate's 36 rolls are together, in outcome
+        order (weights `chance_probs`)."""
+        repeated = jax.tree.map(lambda x: jnp.repeat(x, NUM_CHANCE_OUTCOMES, axis=0),
+                                afterstates)
+        outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), afterstates.current_player.shape[0])
+        return repeated, jax.vmap(self.chance_step)(repeated, outcomes)
+
+    @_method_jit
     def observe(self, state: State, player_id=None):
         """float32[217]: `observe` as pgx's `Env.observe` (default: the player to move)."""
         return observe(state, player_id)

@@ -76,9 +76,8 @@ def evaluator(trainer: training.Trainer, opponent: str, games: int, num_simulati
               lookahead: int = 0, rolls: bool = False):
     """Jitted `(params, key) -> int32[games]` outcomes of `trainer`'s network (greedy over
     its policy, its search with `num_simulations` > 0, or its 1-ply `lookahead` > 0, over
-    the `rolls` or not)
-    against `opponent`, a `load_agent` spec (a checkpoint opponent searches the same way);
-    compiled once per trainer and spec."""
+    the `rolls` or not) against `opponent`, a `load_agent` spec (a checkpoint opponent
+    searches the same way); compiled once per trainer and spec."""
     other = load_agent(opponent, num_simulations, lookahead, rolls)
 
     def evaluate(params, key):

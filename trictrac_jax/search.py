@@ -240,12 +240,9 @@ def rolled_worth(model: Model, params, action, states: State):
     """float32[B]: the mover's worth of playing `action` [B] in `states` [B], relative to his
     baseline: the mean over the 36 rolls of the roll's reward plus the discounted value of
     the position it leads to (a stochastic search's backup one ply below the afterstate)."""
-    after = jax.vmap(model.env.step_deterministic)(states, action)
+    afters, rolled = model.env.every_roll(jax.vmap(model.env.step_deterministic)(states, action))
     mover = states.current_player
     each = lambda x: jnp.repeat(x, NUM_CHANCE_OUTCOMES, axis=0)
-    afters = jax.tree.map(each, after)
-    outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), action.shape[0])
-    rolled = jax.vmap(model.env.chance_step)(afters, outcomes)
     o = model.outcome(params, afters, rolled, each(mover), each(model.baseline(states, mover)))
     backed_up = (o.reward + o.discount * o.value).reshape(-1, NUM_CHANCE_OUTCOMES)
     return backed_up @ model.env.chance_probs
