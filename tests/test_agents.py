@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import agents
+from trictrac_jax import agents, lanes
 from trictrac_jax.agents import first_agent, greedy_agent, random_agent, score_lead
 from trictrac_jax.checkpoint import CheckpointError
 from trictrac_jax.players import checkpoint_agent, load_agent
@@ -104,27 +104,52 @@ def test_full_greedy_looks_beyond_the_32nd_legal_action():
     assert int(jax.jit(load_agent("greedy:32"))(jax.random.PRNGKey(0), state)) in legal[:32]
 
 
-def test_greedy_of_a_batch_is_greedy_of_each_state(positions):
-    """The batch's candidates are scored as one list cut into passes: the same choices, ties
-    included, as one state at a time, for live games split across passes, finished games
-    and forced moves; and greedy:K with K covering every legal action is the full greedy."""
+def mixed_batch(positions, live: int):
+    """`live` live games with 8+ legal actions, then 4 forced moves and 4 finished games:
+    (State [live + 8], their legal counts)."""
     states, _ = positions
     flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), states)
     count = np.asarray(flat.legal_action_mask).sum(-1)
     done = np.asarray(flat.terminated)
-    picked = np.concatenate([np.flatnonzero(~done & (count >= 8))[:40],
+    picked = np.concatenate([np.flatnonzero(~done & (count >= 8))[:live],
                              np.flatnonzero(~done & (count == 1))[:4], np.flatnonzero(done)[:4]])
-    assert len(picked) == 48 and count[picked][:40].sum() > agents.GREEDY_PASS
-    batch = jax.tree.map(lambda x: x[picked], flat)
-    keys = jax.random.split(jax.random.PRNGKey(0), len(picked))
-    full = jax.jit(jax.vmap(greedy_agent))(keys, batch)
-    legal = np.asarray(batch.legal_action_mask)[np.arange(len(picked)), np.asarray(full)]
-    assert legal.all()
-    covering = jax.jit(jax.vmap(load_agent(f"greedy:{count[picked].max()}")))(keys, batch)
+    assert len(picked) == live + 8
+    return jax.tree.map(lambda x: x[picked], flat), count[picked]
+
+
+def assert_batch_plays_as_each_state(agent, batch):
+    """`agent` under vmap over `batch` chooses as it does one state at a time (legal moves);
+    returns the batch's actions."""
+    keys = jax.random.split(jax.random.PRNGKey(0), batch.current_player.shape[0])
+    actions = np.asarray(jax.jit(jax.vmap(agent))(keys, batch))
+    live = ~np.asarray(batch.terminated)
+    assert np.asarray(batch.legal_action_mask)[np.arange(len(actions)), actions][live].all()
+    one = jax.jit(agent)
+    for i in np.flatnonzero(live):
+        assert int(one(keys[i], jax.tree.map(lambda x: x[i], batch))) == actions[i]
+    return actions
+
+
+def test_greedy_of_a_batch_is_greedy_of_each_state(positions):
+    """The batch's candidates are scored as one list cut into passes: the same choices, ties
+    included, as one state at a time, for live games split across passes, finished games
+    and forced moves; and greedy:K with K covering every legal action is the full greedy."""
+    batch, count = mixed_batch(positions, 40)
+    assert count[:40].sum() > lanes.CANDIDATES_PER_PASS
+    full = assert_batch_plays_as_each_state(greedy_agent, batch)
+    covering = jax.jit(jax.vmap(load_agent(f"greedy:{count.max()}")))(
+        jax.random.split(jax.random.PRNGKey(0), len(count)), batch)
     np.testing.assert_array_equal(full, covering)
-    one = jax.jit(greedy_agent)
-    for i in range(len(picked)):
-        assert int(one(keys[i], jax.tree.map(lambda x: x[i], batch))) == int(full[i])
+
+
+@pytest.mark.parametrize("rolls", [False, True])
+def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
+    """The champion's lookahead under vmap is one lookahead of the whole batch (its
+    candidates in passes): the choices of one state at a time."""
+    batch, count = mixed_batch(positions, 24)
+    top_k = 16
+    assert np.minimum(count[:24], top_k).sum() > lanes.CANDIDATES_PER_GAME * len(count)
+    assert_batch_plays_as_each_state(load_agent("champion", lookahead=top_k, rolls=rolls), batch)
 
 
 def test_agents_import_the_engine_only():

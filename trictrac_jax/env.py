@@ -206,6 +206,12 @@ def new_game() -> State:
         _can_big_bredouille=jnp.ones(2, bool), _dice_roll_count=zeros, _dice_points=zeros)
 
 
+def has_choice(states: State):
+    """bool[...]: states (any batch shape) whose player to move has a choice to make: the
+    game goes on and more than one action is legal."""
+    return ~(states.terminated | states.truncated) & (jnp.sum(states.legal_action_mask, -1) > 1)
+
+
 def sample_outcome(key):
     """A chance outcome 0..35 (two fair dice)."""
     return jax.random.randint(key, (), 0, NUM_CHANCE_OUTCOMES)

@@ -14,6 +14,7 @@ from trictrac_jax import network as N
 from trictrac_jax import search as S
 from trictrac_jax import training
 from trictrac_jax.evaluation import play_match
+from trictrac_jax.lanes import batch_rule
 from trictrac_jax.state import NUM_ACTIONS
 
 
@@ -63,7 +64,9 @@ def checkpoint_agent(params, config: dict, num_simulations: int = 0, lookahead: 
     # the searches work on batches: one state is a batch of one
     batched = lambda f: lambda key, state: f(key, jax.tree.map(lambda x: x[None], state))[0]
     if lookahead:
-        return batched(functools.partial(S.make_lookahead(model, lookahead, rolls), params))
+        # under vmap, the whole batch is one lookahead (its candidates scored together)
+        look = functools.partial(S.make_lookahead(model, lookahead, rolls), params)
+        return batch_rule(batched(look), lambda keys, states: look(keys[0], states))
     if num_simulations == 0:
         return lambda key, state: N.policy_action(model.net, params, state)
     search = S.make_search(model, {**config["search"], "num_simulations": num_simulations},

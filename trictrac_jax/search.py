@@ -38,7 +38,8 @@ from flax import struct
 
 from trictrac_jax import network as N
 from trictrac_jax import scoring
-from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, sample_outcome
+from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice, sample_outcome
+from trictrac_jax.lanes import best_candidates
 from trictrac_jax.state import NUM_ACTIONS, State
 
 # The action of an empty slot: Roll, never legal at a decision (taking it forfeits the game),
@@ -251,27 +252,23 @@ def rolled_worth(model: Model, params, action, states: State):
 def make_lookahead(model: Model, top_k: int, rolls: bool = False):
     """`lookahead(params, key, states[B]) -> int32[B]`: a 1-ply search. Among the policy's
     `top_k` most likely legal actions it plays the one whose afterstate (the position after
-    the move, before the next roll) is worth most to the mover.
+    the move, before the next roll) is worth most to the mover; ties go to the more likely.
 
     Without `rolls` the afterstate's worth is the value network's view of it: an expectation
-    over the 36 rolls learned in training (top_k network evaluations a move). With `rolls`
+    over the 36 rolls learned in training (one network evaluation a candidate). With `rolls`
     it is `rolled_worth`, the mean over the 36 rolls, the network seeing only positions
-    after a roll, as in training (36 x top_k evaluations a move, one candidate at a time to
-    bound memory)."""
-
+    after a roll, as in training (36 evaluations a candidate). Only games with a choice to
+    make have candidates, scored a bounded pass at a time (`lanes.best_candidates`); the
+    others play their first legal action."""
     def lookahead(params, key, states: State):
         del key  # deterministic
         logits, _ = model.evaluate(params, states)
-        top_logits, actions = jax.lax.top_k(logits, top_k)  # [B, K]
-        if rolls:
-            value = jax.lax.map(lambda a: rolled_worth(model, params, a, states), actions.T).T
-        else:
-            repeated = jax.tree.map(lambda x: jnp.repeat(x, top_k, axis=0), states)
-            _, value, _ = model.afterstate(params, actions.reshape(-1), repeated)
-            value = value.reshape(actions.shape)
-        value = jnp.where(top_logits > N.MASKED_LOGIT / 2, value, -jnp.inf)  # legal only
-        best = jnp.argmax(value, axis=-1)
-        return jnp.take_along_axis(actions, best[:, None], axis=-1)[:, 0].astype(jnp.int32)
+        top_logits, actions = jax.lax.top_k(logits, top_k)  # [B, K], by descending logit
+        valid = (top_logits > N.MASKED_LOGIT / 2) & has_choice(states)[:, None]  # legal only
+        worth = (lambda s, a: rolled_worth(model, params, a, s)) if rolls else (
+            lambda s, a: model.afterstate(params, a, s)[1])
+        return best_candidates(states, actions.astype(jnp.int32), valid,
+                               jnp.argmax(states.legal_action_mask, -1), worth)
     return lookahead
 
 
