@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import play, render
+from trictrac_jax import agents, play, render
 from trictrac_jax.agents import first_agent, random_agent
 
 
@@ -175,3 +175,18 @@ def test_command_line(capsys):
     assert "cannot load opponent 'nobody'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         play.main(["--colour", "green"], stdin=Script([]), stdout=out)
+
+
+def test_network_opponents_look_over_the_rolls_by_default(monkeypatch):
+    pytest.importorskip("mctx", reason="needs the train extra")
+    from trictrac_jax import players
+    calls = []
+    monkeypatch.setattr(players, "load_agent",
+                        lambda spec, **kw: calls.append((spec, kw)) or agents.first_agent)
+    assert play.load_opponent("first", 32) is agents.first_agent  # a baseline: no network
+    for lookahead, rolls in [(32, None), (0, None), (32, False), (8, True)]:
+        play.load_opponent("champion", lookahead, rolls)
+    assert calls == [("champion", {"lookahead": 32, "rolls": True}),
+                     ("champion", {"lookahead": 0, "rolls": False}),
+                     ("champion", {"lookahead": 32, "rolls": False}),
+                     ("champion", {"lookahead": 8, "rolls": True})]

@@ -195,6 +195,18 @@ def test_resume_continues_from_the_last_checkpoint(run, capsys):
     assert "run.dir" in capsys.readouterr().err
 
 
+def test_resumed_tensorboard_drops_the_points_played_again(tmp_path, monkeypatch):
+    """A run resumed after iteration 2 plays iteration 3 again: its SummaryWriter purges
+    the points from step 3 on (tensorboardX and torch take `purge_step`)."""
+    opened = []
+    writer = lambda logdir, purge_step=None: opened.append((logdir, purge_step))
+    monkeypatch.setitem(sys.modules, "tensorboardX", type(sys)("tensorboardX"))
+    sys.modules["tensorboardX"].SummaryWriter = writer
+    az.open_tensorboard(tmp_path, 0)
+    az.open_tensorboard(tmp_path, 2)
+    assert opened == [(str(tmp_path), None), (str(tmp_path), 3)]
+
+
 def test_same_seed_same_iteration(run):
     """Self-play and training are deterministic (the run's trainer is already compiled)."""
     trainer = T.trainer_for(tiny_config(run[0]))

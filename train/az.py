@@ -118,11 +118,14 @@ def write_atomically(path: pathlib.Path, lines: list[str]):
     os.replace(tmp, path)
 
 
-def open_tensorboard(run_dir: pathlib.Path):
-    """A SummaryWriter if tensorboardX or torch is installed, else None."""
+def open_tensorboard(run_dir: pathlib.Path, iteration: int):
+    """A SummaryWriter if tensorboardX or torch is installed, else None. A run resumed after
+    `iteration` plays the later iterations again: `purge_step` has TensorBoard drop their
+    earlier points, so each iteration shows once."""
     for module in ("tensorboardX", "torch.utils.tensorboard"):
         try:
-            return __import__(module, fromlist=["SummaryWriter"]).SummaryWriter(str(run_dir))
+            writer = __import__(module, fromlist=["SummaryWriter"]).SummaryWriter
+            return writer(str(run_dir), purge_step=iteration + 1 if iteration else None)
         except ImportError:
             continue
     return None
@@ -206,7 +209,7 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
         write_atomically(run_dir / "metrics.jsonl", resumed.metrics)
         for path, target in C.set_aside_after(run_dir / "checkpoints", start):
             log(f"moved {path} to {target}")
-    writer = open_tensorboard(run_dir) if config["logging"]["tensorboard"] else None
+    writer = open_tensorboard(run_dir, start) if config["logging"]["tensorboard"] else None
     checkpoints = C.Checkpointer(run_dir, config["checkpoint"]["keep_last"])
     # elapsed_s goes on from the checkpoint's
     score, record, t_start = -1.0, {}, time.time() - resumed.elapsed_s

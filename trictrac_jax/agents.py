@@ -71,10 +71,11 @@ def greedy_agent(key, state, top_k: int | None = None):
 
 @functools.lru_cache(maxsize=None)
 def _greedy(top_k: int | None):
-    """The one-state greedy of `top_k` with its batch rule (one per `top_k`, for the jit
-    caches)."""
+    """The one-state greedy of `top_k` with its batch rule, jitted: called on one state
+    outside `jit`, its while loop's body would otherwise run op by op (seconds a call).
+    One per `top_k`, for the jit caches."""
     one = lambda state: _greedy_batch(jax.tree.map(lambda x: x[None], state), top_k)[0]
-    return batch_rule(one, lambda states: _greedy_batch(states, top_k))
+    return jax.jit(batch_rule(one, lambda states: _greedy_batch(states, top_k)))
 
 
 def _greedy_batch(states, top_k: int | None):

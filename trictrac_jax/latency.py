@@ -7,6 +7,8 @@ the calls after it, which is what a person exploring positions one at a time wai
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
 import statistics
 import time
 
@@ -42,7 +44,22 @@ def cases() -> dict:
         "agents.random_agent(key, state)": lambda: agents.random_agent(key, state),
         "agents.first_agent(key, state)": lambda: agents.first_agent(key, state),
         "agents.greedy_agent(key, state)": lambda: agents.greedy_agent(key, state),
+        **bots(setup, key),
     }
+
+
+def bots(setup: tt.Trictrac, key) -> dict:
+    """The champion as `python -m trictrac_jax.play` runs it, on a mid-game position (after
+    30 random moves); empty without the training extra."""
+    if importlib.util.find_spec("mctx") is None:
+        return {}
+    from trictrac_jax import play
+    state = setup.init(key)
+    for k in jax.random.split(key, 30):
+        state = setup.step(state, agents.random_agent(k, state), k)
+    return {f"play: champion, lookahead 32{note}": functools.partial(
+                jax.jit(play.load_opponent("champion", 32, rolls)), key, state)
+            for note, rolls in [(" over the rolls", True), (", --no-rolls", False)]}
 
 
 def timed(fn) -> float:

@@ -1,7 +1,7 @@
 """Play Trictrac in a terminal against a bot.
 
     python -m trictrac_jax.play [--opponent champion|greedy|greedy:K|first|random|CHECKPOINT]
-                                [--seed N] [--colour white|black] [--lookahead K] [--rolls]
+                                [--seed N] [--colour white|black] [--lookahead K] [--no-rolls]
 
 Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
 are listed in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`);
@@ -400,12 +400,14 @@ HELP = """How to answer:
 #  Command line
 # ---------------------------------------------------------------------------------------------
 
-def load_opponent(spec: str, lookahead: int, rolls: bool = False) -> Agent:
+def load_opponent(spec: str, lookahead: int, rolls: bool | None = None) -> Agent:
     """A baseline by name (engine only), else `players.load_agent` (the champion or a
-    checkpoint: the training extra)."""
+    checkpoint: the training extra), its lookahead over the rolls unless `rolls` is False
+    (None: whenever `lookahead` > 0)."""
     agent = agents.baseline(spec)
     if agent is None:
         from trictrac_jax import players  # a checkpoint needs the training stack
+        rolls = lookahead > 0 if rolls is None else rolls
         agent = players.load_agent(spec, lookahead=lookahead, rolls=rolls)
     return agent
 
@@ -420,9 +422,9 @@ def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> i
     parser.add_argument("--lookahead", type=int, default=32, metavar="K",
                         help="a checkpoint bot's 1-ply search over its policy's K likeliest "
                              "moves (0: the raw policy; default: 32)")
-    parser.add_argument("--rolls", action="store_true",
+    parser.add_argument("--rolls", action=argparse.BooleanOptionalAction, default=None,
                         help="a checkpoint bot values each of those moves over the 36 rolls "
-                             "after it (stronger, 36x the work)")
+                             "after it (the strongest bot; default: on with --lookahead K > 0)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the dice and the bot (default: random)")
     parser.add_argument("--colour", "--color", choices=sorted(COLOURS), default="white",
