@@ -136,7 +136,8 @@ def game_minor(fn):
 # Candidates scored per pass of `best_candidates`: CANDIDATES_PER_GAME per game of the batch,
 # at most CANDIDATES_PER_PASS. 256 candidates x 36 rolled states are 9 whole CPU_CHUNKs; on
 # CPU, greedy on 1000 mid-game positions took 2.1 s at 256 a pass, 2.5 s at 1024, 3.2 s at
-# 4096, and 3-5x longer when the rolled states were not a multiple of CPU_CHUNK.
+# 4096, and 3-5x longer when the rolled states were not a multiple of CPU_CHUNK. The same
+# sizes serve the GPU rules until measured there (larger passes would likely suit a GPU).
 CANDIDATES_PER_GAME = 8
 CANDIDATES_PER_PASS = 256
 
