@@ -208,6 +208,13 @@ class ObsNet:
         return obs @ self.w_logits, jnp.tanh(obs @ self.w_value)
 
 
+def policy_top(net, state, top_k: int) -> list:
+    """The legal actions among the `top_k` highest logits of `net` in `state`, best first."""
+    mask = np.asarray(state.legal_action_mask)
+    logits = np.where(mask, np.asarray(net.apply(None, state.observation)[0]), -np.inf)
+    return [a for a in np.argsort(-logits, kind="stable")[:top_k] if mask[a]]
+
+
 def test_lookahead_plays_the_best_afterstate_among_the_policy_top_k(cases):
     net, top_k = ObsNet(jax.random.PRNGKey(3)), 6
     model = S.Model(ENV, net, "outcome", 72.0)
@@ -215,9 +222,7 @@ def test_lookahead_plays_the_best_afterstate_among_the_policy_top_k(cases):
                                                                   cases))
     for b in range(len(actions)):
         state = take(cases, b)
-        mask = np.asarray(state.legal_action_mask)
-        logits = np.where(mask, np.asarray(net.apply(None, state.observation)[0]), -np.inf)
-        top = [a for a in np.argsort(-logits, kind="stable")[:top_k] if mask[a]]
+        top = policy_top(net, state, top_k)
 
         def value(action):  # the mover's value of the afterstate, computed move by move
             after = ENV.step_deterministic(state, action)
@@ -239,9 +244,7 @@ def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
     for b in range(0, len(actions), 2):
         state = take(cases, b)
         mover = int(state.current_player)
-        mask = np.asarray(state.legal_action_mask)
-        logits = np.where(mask, np.asarray(net.apply(None, state.observation)[0]), -np.inf)
-        top = [a for a in np.argsort(-logits, kind="stable")[:top_k] if mask[a]]
+        top = policy_top(net, state, top_k)
 
         def value(action):  # the mover's mean over the rolls, computed roll by roll
             after = step(state, action)

@@ -18,7 +18,7 @@ the cache too.
 `computed_once`: the point where an array is materialised rather than fused into its readers.
 
 `best_candidates`: each game's best of several candidate moves, the batch's candidates scored
-as one flat list a bounded pass at a time (greedy, and a network's lookahead over the rolls).
+as one flat list a bounded pass at a time (greedy, and a network's lookahead).
 
 Backend rules (`rules()`, read at trace time): on CPU, `computed_once` is a while loop and
 large batches are chunked; on an accelerator, `computed_once` is plain fusion and a batch
