@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import agents, lanes
+from trictrac_jax import lanes
 from trictrac_jax.agents import first_agent, greedy_agent, random_agent, score_lead
-from trictrac_jax.checkpoint import CheckpointError
-from trictrac_jax.players import checkpoint_agent, load_agent
+from trictrac_jax.az.checkpoint import CheckpointError
+from trictrac_jax.az.players import checkpoint_agent, load_agent
 from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO
 from tests.test_search import random_play
 
@@ -154,8 +154,8 @@ def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
 
 def test_agents_import_the_engine_only():
     code = ("import sys, trictrac_jax.agents; "
-            "print(sorted(m for m in ('trictrac_jax.training', 'trictrac_jax.search', "
-            "'trictrac_jax.players', 'trictrac_jax.network', 'mctx', 'optax', "
+            "print(sorted(m for m in ('trictrac_jax.az.training', 'trictrac_jax.az.search', "
+            "'trictrac_jax.az.players', 'trictrac_jax.az.network', 'mctx', 'optax', "
             "'orbax.checkpoint') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
@@ -181,7 +181,7 @@ def test_load_agent_specs(tmp_path):
     (8, 8, False, "one search, not both"), (0, 0, True, "rolls: .*needs lookahead"),
     (8, 0, True, "rolls: .*needs lookahead")])
 def test_checkpoint_agent_rejects_a_bad_search(sims, lookahead, rolls, message):
-    from trictrac_jax.config import defaults
+    from trictrac_jax.az.config import defaults
     with pytest.raises(ValueError, match=message):
         checkpoint_agent(None, defaults(), num_simulations=sims, lookahead=lookahead,
                          rolls=rolls)

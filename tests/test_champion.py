@@ -4,10 +4,10 @@ import pytest
 
 pytest.importorskip("mctx", reason="needs the train extra")
 
-from trictrac_jax import champion, players  # noqa: E402
+from trictrac_jax.az import champion, players  # noqa: E402
 from trictrac_jax.agents import random_agent  # noqa: E402
 from trictrac_jax.env import Trictrac  # noqa: E402
-from trictrac_jax.evaluation import play_match, summarise  # noqa: E402
+from trictrac_jax.az.evaluation import play_match, summarise  # noqa: E402
 
 
 def test_champion_file_is_small_and_complete():

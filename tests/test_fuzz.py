@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import trictrac_jax as tt
-from trictrac_jax import fuzz
+from trictrac_jax.tools import fuzz
 
 ENV = tt.Trictrac(max_steps=60)  # low: truncation happens within the run
 ARGS = ["--steps", "25600", "--batch", "256", "--max-steps", "60", "--seed", "0"]

@@ -5,7 +5,7 @@ Uses ../shared/golden when present (CI), else the committed sample (tests/data/g
 import pytest
 
 from tests.golden_sample import golden_dir
-from trictrac_jax import verify
+from trictrac_jax.tools import verify
 
 
 @pytest.mark.parametrize("name", ["games.jsonl.gz", "positions.jsonl.gz"])

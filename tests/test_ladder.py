@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from trictrac_jax import ladder as L
+from trictrac_jax.az import ladder as L
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "train"))
 import ladder as script  # noqa: E402

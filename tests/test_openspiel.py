@@ -6,8 +6,8 @@ pyspiel = pytest.importorskip(
     "pyspiel", reason="open_spiel not installed (optional extra: pip install 'trictrac-jax[openspiel]')")
 
 import trictrac_jax as tt  # noqa: E402
-import trictrac_jax.openspiel_game  # noqa: E402,F401  (registers python_trictrac)
-from trictrac_jax import play  # noqa: E402
+import trictrac_jax.tools.openspiel_game  # noqa: E402,F401  (registers python_trictrac)
+from trictrac_jax.tools import notation  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_random_simulations_with_serialization():
 
 def test_a_game_follows_the_engine(game):
     """Replay the same dice and choices through the engine's (jitted) transitions."""
-    k = play.kernels()
+    k = notation.kernels()
     state = game.new_initial_state()
     engine = tt.new_game()
     rng = np.random.default_rng(3)
@@ -59,10 +59,10 @@ def test_a_game_follows_the_engine(game):
             assert player == int(engine.current_player)
             legal = state.legal_actions()
             assert legal == np.flatnonzero(np.asarray(engine.legal_action_mask)).tolist()
-            names = dict(play.legal_moves(engine, k))
+            names = dict(notation.legal_moves(engine, k))
             action = int(rng.choice(legal))
             assert state.action_to_string(player, action) == \
-                ("Go" if action == play.GO else names[action])
+                ("Go" if action == notation.GO else names[action])
             for p in (0, 1):
                 np.testing.assert_allclose(state.observation_tensor(p),
                                            np.asarray(tt.observe(engine, p)), atol=1e-6)

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import agents, play, render
+from trictrac_jax import agents, render
+from trictrac_jax.tools import notation as N
+from trictrac_jax.tools import play
 from trictrac_jax.agents import first_agent, random_agent
 
 
@@ -25,7 +27,7 @@ class Script(io.StringIO):
 
 def decision_states(seed: int, count: int):
     """Decision states of a random game (and the states from which each roll was made)."""
-    k = play.kernels()
+    k = N.kernels()
     agent = jax.jit(random_agent)
     key = jax.random.PRNGKey(seed)
     state = k.roll(tt.new_game(), 20).state
@@ -45,15 +47,15 @@ def states():
 
 
 def test_move_text_and_parse_moves_are_inverse():
-    assert play.move_text([1, 6, 6, 11]) == "1-6 6-11"
-    assert play.move_text([20, 0, 22, 0]) == "20-off 22-off"
-    assert play.move_text([24, 19, 0, 0]) == "24-19"
-    assert play.move_text([0, 0, 0, 0]) == "pass"
+    assert N.move_text([1, 6, 6, 11]) == "1-6 6-11"
+    assert N.move_text([20, 0, 22, 0]) == "20-off 22-off"
+    assert N.move_text([24, 19, 0, 0]) == "24-19"
+    assert N.move_text([0, 0, 0, 0]) == "pass"
     for text in ("1-6 6-11", "20-off 22-off", "24-19"):
-        pairs = play.parse_moves(text)
-        assert play.move_text([x for p in pairs for x in p] + [0, 0] * (2 - len(pairs))) == text
-    assert play.parse_moves("1/6, 6/11") == ((1, 6), (6, 11))
-    assert play.parse_moves("20-0") == ((20, 0),)
+        pairs = N.parse_moves(text)
+        assert N.move_text([x for p in pairs for x in p] + [0, 0] * (2 - len(pairs))) == text
+    assert N.parse_moves("1/6, 6/11") == ((1, 6), (6, 11))
+    assert N.parse_moves("20-0") == ((20, 0),)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -62,52 +64,52 @@ def test_move_text_and_parse_moves_are_inverse():
     ("1-2 2-3 3-4", "at most two"),
 ])
 def test_parse_moves_refuses_bad_notation(text, message):
-    with pytest.raises(play.ChoiceError, match=message):
-        play.parse_moves(text)
+    with pytest.raises(N.ChoiceError, match=message):
+        N.parse_moves(text)
 
 
 def test_every_listed_move_is_chosen_back_by_number_and_notation(states):
     seen_go = False
     for state in states:
-        moves = play.legal_moves(state)
+        moves = N.legal_moves(state)
         legal = set(np.flatnonzero(np.asarray(state.legal_action_mask)).tolist())
         assert {a for a, _ in moves} == legal
         for n, (action, notation) in enumerate(moves, 1):
-            assert play.parse_choice(str(n), moves) == action
-            chosen = play.parse_choice(notation.upper(), moves)
+            assert N.parse_choice(str(n), moves) == action
+            chosen = N.parse_choice(notation.upper(), moves)
             # two actions can name the same moves (one per die order): either is that move
             assert dict(moves)[chosen] == notation
-        seen_go |= play.GO in legal
+        seen_go |= N.GO in legal
     assert seen_go, "no hold-or-go decision in the sample: choose another seed"
 
 
 def test_parse_choice_explains_what_is_wrong(states):
-    state = next(s for s in states if play.GO not in dict(play.legal_moves(s)))
-    moves = play.legal_moves(state)
+    state = next(s for s in states if N.GO not in dict(N.legal_moves(s)))
+    moves = N.legal_moves(state)
     for text, message in [("", "type the number"), ("0", "no move number 0"),
                           (str(len(moves) + 1), f"choose 1 to {len(moves)}"),
                           ("go", "only possible right after winning a hole"),
                           ("hold", "choose one of the listed moves"),
                           ("13-14 14-15", "not a legal move here")]:
-        with pytest.raises(play.ChoiceError, match=message):
-            play.parse_choice(text, moves)
+        with pytest.raises(N.ChoiceError, match=message):
+            N.parse_choice(text, moves)
 
 
 def test_moves_in_either_order_name_the_same_action(states):
     for state in states:
-        moves = play.legal_moves(state)
+        moves = N.legal_moves(state)
         notations = {t for _, t in moves}
         for action, notation in moves:
             parts = notation.split()
             swapped = " ".join(reversed(parts))
             if len(parts) == 2 and swapped not in notations:
-                assert play.parse_choice(swapped, moves) == action
+                assert N.parse_choice(swapped, moves) == action
                 return
     pytest.fail("no move whose reverse order is not itself listed")
 
 
 def test_jan_points_add_up_to_the_engines_points(states):
-    k = play.kernels()
+    k = N.kernels()
     made = set()
     for state in states[::2]:
         afterstate = k.decide(state, int(np.flatnonzero(np.asarray(state.legal_action_mask))[0]))
@@ -117,14 +119,14 @@ def test_jan_points_add_up_to_the_engines_points(states):
         for outcome in range(0, 36, 5):
             roll = k.roll(afterstate, outcome)
             dice = tuple(int(d) for d in tt.CHANCE_DICE[outcome])
-            scores = play.jan_scores(roller, dice, roll.jans, roll.listed)
+            scores = N.jan_scores(roller, dice, roll.jans, roll.listed)
             points = np.asarray(roll.jans.points)
             assert sum(s.points for s in scores if s.scorer == roller) == points[0]
             assert sum(s.points for s in scores if s.scorer != roller) == points[1]
             for s in scores:
                 assert s.ways == len(s.moves) == int(roll.jans.ways[tt.scoring.JANS.index(s.name)])
                 made.add(s.name)
-            report = "\n".join(play.roll_report(afterstate, roll))
+            report = "\n".join(N.roll_report(afterstate, roll))
             assert f"rolls {dice[0]}-{dice[1]}" in report
             if points[0]:
                 assert f"{render.COLOUR_NAMES[roller]} marks {points[0]} points" in report
@@ -179,7 +181,7 @@ def test_command_line(capsys):
 
 def test_network_opponents_look_over_the_rolls_by_default(monkeypatch):
     pytest.importorskip("mctx", reason="needs the train extra")
-    from trictrac_jax import players
+    from trictrac_jax.az import players
     calls = []
     monkeypatch.setattr(players, "load_agent",
                         lambda spec, **kw: calls.append((spec, kw)) or agents.first_agent)

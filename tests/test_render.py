@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import play, render
+from trictrac_jax import render
+from trictrac_jax.tools import notation
 from trictrac_jax.agents import random_agent
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -17,7 +18,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 def random_game(seed: int, decisions: int):
     """States of one random game: the first roll's state, then the state after each decision
     and roll (single-game kernels, shared with the play tests)."""
-    k = play.kernels()
+    k = notation.kernels()
     agent = jax.jit(random_agent)
     key = jax.random.PRNGKey(seed)
     state = k.roll(tt.new_game(), 9).state
@@ -125,7 +126,7 @@ def tall_stacks(state) -> list[int]:
 
 
 def test_svg_counts_tall_stacks():
-    state = play.kernels().roll(tt.new_game(), 0).state  # both talons hold 15
+    state = notation.kernels().roll(tt.new_game(), 0).state  # both talons hold 15
     root = ET.fromstring(render.svg(state))
     assert stack_counts(root) == [15, 15]
     assert checker_counts(root) == expected_counts(state)
@@ -165,7 +166,7 @@ def test_svg_animation_shows_one_frame_at_a_time(game):
 
 
 def test_status_of_finished_games(game):
-    k = play.kernels()
+    k = notation.kernels()
     state = game[3]
     illegal = int(np.flatnonzero(~np.asarray(state.legal_action_mask))[-1])
     forfeit = k.decide(state, illegal)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import search as S
+from trictrac_jax.az import search as S
 from trictrac_jax.agents import random_agent
-from trictrac_jax.config import defaults
+from trictrac_jax.az.config import defaults
 from trictrac_jax.state import TS_HOLD_OR_GO, TS_MOVE
 
 ENV = tt.Trictrac(max_steps=1000)

@@ -14,9 +14,9 @@ import jax
 import pytest
 import yaml
 
-from trictrac_jax import training as T
-from trictrac_jax.config import ConfigError, defaults, load_config, merge
-from trictrac_jax.evaluation import wilson
+from trictrac_jax.az import training as T
+from trictrac_jax.az.config import ConfigError, defaults, load_config, merge
+from trictrac_jax.az.evaluation import wilson
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ FOUR_DEVICES = textwrap.dedent("""
     import jax
     sys.path.insert(0, sys.argv[1])
     from tests.test_train import tiny_config
-    from trictrac_jax import config as C, training as T
+    from trictrac_jax.az import config as C, training as T
     config = C.load_config(None, ["selfplay.steps_per_iteration=16"],
                            base=tiny_config(sys.argv[2]))
     C.check_devices(config, jax.device_count())
@@ -117,7 +117,7 @@ def test_shipped_configs_are_valid(path):
 
 
 def test_opponents_are_baselines_or_greedy_k():
-    from trictrac_jax import config as C
+    from trictrac_jax.az import config as C
     opponents = ["greedy", "greedy:8", "random", "first"]
     config = C.validate(C.merge(C.defaults(), {"evaluation": {"opponents": opponents}}))
     assert config["evaluation"]["opponents"] == opponents
@@ -355,7 +355,7 @@ def test_data_parallel_over_four_devices(four_devices):
 def test_replay_targets_are_the_final_utility_minus_the_baseline():
     import jax.numpy as jnp
     import numpy as np
-    from trictrac_jax import replay as R
+    from trictrac_jax.az import replay as R
     buffer = R.empty(capacity=8, games=2)
     T_, G = 2, 2
     zeros = jax.tree.map(lambda x: jnp.zeros((T_, G, *x.shape[1:]), x.dtype), buffer.steps)

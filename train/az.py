@@ -22,12 +22,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 import jax  # noqa: E402
 import yaml  # noqa: E402
 
-from trictrac_jax import champion  # noqa: E402
-from trictrac_jax import checkpoint as C  # noqa: E402
-from trictrac_jax import config as config_lib  # noqa: E402
-from trictrac_jax import players  # noqa: E402
-from trictrac_jax import training as T  # noqa: E402
-from trictrac_jax.evaluation import summarise  # noqa: E402
+from trictrac_jax.az import champion  # noqa: E402
+from trictrac_jax.az import checkpoint as C  # noqa: E402
+from trictrac_jax.az import config as config_lib  # noqa: E402
+from trictrac_jax.az import players  # noqa: E402
+from trictrac_jax.az import training as T  # noqa: E402
+from trictrac_jax.az.evaluation import summarise  # noqa: E402
 
 
 def parse_args(argv=None):

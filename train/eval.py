@@ -23,10 +23,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 
-from trictrac_jax import players  # noqa: E402
-from trictrac_jax import training as T  # noqa: E402
-from trictrac_jax.checkpoint import CheckpointError  # noqa: E402
-from trictrac_jax.evaluation import summarise  # noqa: E402
+from trictrac_jax.az import players  # noqa: E402
+from trictrac_jax.az import training as T  # noqa: E402
+from trictrac_jax.az.checkpoint import CheckpointError  # noqa: E402
+from trictrac_jax.az.evaluation import summarise  # noqa: E402
 
 
 def parse_args(argv=None):

@@ -1,5 +1,5 @@
 """A rating ladder: every pair of agents plays a match, both seats equally; Elo ratings with
-95% intervals from a Bradley-Terry fit on all the results (`trictrac_jax.ladder`).
+95% intervals from a Bradley-Terry fit on all the results (`trictrac_jax.az.ladder`).
 
     python train/ladder.py random first greedy:8 greedy --games 40
     python train/ladder.py random greedy runs/long2 champion --games 100 --out ladder
@@ -25,11 +25,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 
-from trictrac_jax import ladder as L  # noqa: E402
-from trictrac_jax import players  # noqa: E402
-from trictrac_jax.checkpoint import CheckpointError  # noqa: E402
+from trictrac_jax.az import ladder as L  # noqa: E402
+from trictrac_jax.az import players  # noqa: E402
+from trictrac_jax.az.checkpoint import CheckpointError  # noqa: E402
 from trictrac_jax.env import Trictrac  # noqa: E402
-from trictrac_jax.evaluation import play_match, summarise  # noqa: E402
+from trictrac_jax.az.evaluation import play_match, summarise  # noqa: E402
 
 
 def parse_args(argv=None):

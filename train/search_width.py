@@ -14,11 +14,11 @@ import time
 
 import jax
 
-from trictrac_jax import config as C
-from trictrac_jax import network as N
-from trictrac_jax import search as S
+from trictrac_jax.az import config as C
+from trictrac_jax.az import network as N
+from trictrac_jax.az import search as S
 from trictrac_jax.agents import random_agent
-from trictrac_jax.bench_gpu import trivial_search
+from trictrac_jax.tools.bench_gpu import trivial_search
 
 
 def positions(env, key, games: int, decisions: int):

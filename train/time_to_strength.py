@@ -24,8 +24,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 
-from trictrac_jax import champion, players, training  # noqa: E402
-from trictrac_jax.evaluation import summarise  # noqa: E402
+from trictrac_jax.az import champion, players, training  # noqa: E402
+from trictrac_jax.az.evaluation import summarise  # noqa: E402
 
 # The candidates for base.yaml on one GPU: the searches at fewer simulations, with more games
 # in parallel, against the current base (issue: strength per GPU-minute).

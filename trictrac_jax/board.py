@@ -12,28 +12,16 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from trictrac_jax.arrays import leading, lookup, prefix_sum, spread
+
 FIELDS = jnp.arange(1, 25, dtype=jnp.int8)  # int8[24]: field numbers (small ints keep
 # the per-candidate arrays narrow, which matters for speed on CPU)
 OWN_CORNER, OPP_CORNER = 12, 13
 QUARTER_STARTS = (1, 7, 13, 19)
-_BELOW_OR_AT = np.tril(np.ones((24, 24), bool))  # [f, g]: field g + 1 <= field f + 1
-
-
-def leading(values, ndim):
-    """`values` with `ndim` trailing unit axes, to broadcast over that many trailing (game)
-    axes."""
-    values = jnp.asarray(values)
-    return values.reshape(values.shape + (1,) * ndim)
 
 
 def _fields(ndim, dtype=jnp.int8):
     return leading(FIELDS.astype(dtype), ndim)
-
-
-def _spread(table, index):
-    """`table` [n, *lanes] as [n, 1, ..., 1, *lanes] against `index` [..., *lanes]."""
-    extra = index.ndim - (table.ndim - 1)
-    return table.reshape(table.shape[:1] + (1,) * extra + table.shape[1:])
 
 
 def view_board(board, player):
@@ -45,18 +33,6 @@ def view_board(board, player):
 def real_board(view, player):
     """Inverse of `view_board` (the mirror is an involution); returns int8[24]."""
     return view_board(view, player).astype(jnp.int8)
-
-
-def lookup(table, index):
-    """table[index] along the first axis: `table` [n, *lanes], `index` int[..., *lanes]
-    (values outside 0..n-1 read 0). A one-hot reduction, not a gather: gathers are slow on
-    CPU."""
-    index = jnp.asarray(index)
-    hit = leading(jnp.arange(table.shape[0], dtype=index.dtype), index.ndim) == index[None]
-    table = _spread(table, index)
-    if table.dtype == jnp.bool_:
-        return jnp.any(hit & table, axis=0)
-    return jnp.sum(jnp.where(hit, table, 0), axis=0, dtype=table.dtype)
 
 
 def at_field(board, field):
@@ -75,21 +51,11 @@ def ahead(board, steps, max_steps=6):
     """
     steps = jnp.asarray(steps)
     padded = jnp.concatenate([board, jnp.zeros((max_steps,) + board.shape[1:], board.dtype)])
-    padded = _spread(padded, steps)
+    padded = spread(padded, steps)
     out = jnp.zeros((24,) + steps.shape, board.dtype)
     for k in range(1, max_steps + 1):
         out = jnp.where(steps[None] == k, padded[k:k + 24], out)
     return out
-
-
-def prefix_sum(values):
-    """values [24, *lanes] -> [24, *lanes]: the sum over fields 1..f for each field f.
-
-    A sum over a triangle rather than `cumsum`, which XLA's CPU backend runs as a slow
-    reduce-window.
-    """
-    below = leading(_BELOW_OR_AT, values.ndim - 1)
-    return jnp.sum(jnp.where(below, values[None], 0), axis=1, dtype=values.dtype)
 
 
 def suffix_sum(values):
@@ -199,4 +165,4 @@ def apply_move(board, frm, to):
     moving = frm[None] > 0
     leaves = ((fields == frm[None]) & moving).astype(board.dtype)
     arrives = ((fields == to[None]) & moving).astype(board.dtype)
-    return _spread(board, frm) - leaves + arrives
+    return spread(board, frm) - leaves + arrives

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
 import jax
 import numpy as np
 
-from .state import NUM_ACTIONS, NUM_FIELDS, OBS_SIZE, STAGE_ENDED, STAGE_IN_GAME, TS_ROLL_DICE, State
+from trictrac_jax import scoring as S
+from trictrac_jax.state import NUM_ACTIONS, NUM_FIELDS, OBS_SIZE, STAGE_ENDED, STAGE_IN_GAME, TS_ROLL_DICE, State
 
 __all__ = [
     "state_from_record",
@@ -396,3 +398,26 @@ def from_string_id(s: str) -> State:
     fields are as in `state_from_record`. Raises ValueError on a malformed id.
     """
     return state_from_record(record_from_string_id(s))
+
+
+def real_pair(pair, player):
+    """View move pair [f1, t1, f2, t2] -> real-board [[f1, t1], [f2, t2]]."""
+    mirror = (lambda f: 25 - f if f else 0) if player == 1 else (lambda f: f)
+    f1, t1, f2, t2 = (int(x) for x in pair)
+    return [[mirror(f1), mirror(t1)], [mirror(f2), mirror(t2)]]
+
+
+def jans_dict(jans, listed, player) -> dict:
+    """The reference's `dice_jans` (jan name -> move pairs, real board) from RollJans."""
+    out = defaultdict(list)
+    hit_jan, hit_to = np.asarray(jans.hit_jan), np.asarray(jans.hit_to)
+    for f, slot in zip(*np.nonzero(hit_jan >= 0)):
+        out[S.JANS[hit_jan[f, slot]]].append(real_pair((f + 1, hit_to[f, slot], 0, 0), player))
+    fill_ways = np.asarray(jans.fill_ways)
+    for c in np.nonzero(fill_ways)[0]:
+        out[S.JANS[S.FILLED_QUARTER]] += [real_pair(listed[c], player)] * int(fill_ways[c])
+    ways, pairs = np.asarray(jans.ways), np.asarray(jans.pairs)
+    for j in S.PAIR_JANS:
+        if ways[j]:
+            out[S.JANS[j]].append(real_pair(pairs[j], player))
+    return dict(out)

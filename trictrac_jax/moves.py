@@ -48,6 +48,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax.lanes import computed_once, game_minor
 
@@ -223,12 +224,12 @@ def position(board, dice) -> Position:
     die_a, die_b = jnp.stack([d_max, d_min]), jnp.stack([d_min, d_max])
     lanes = board.ndim - 1
     occupied = board > 0
-    outside = occupied & (B.leading(B.FIELDS, lanes) < 19)
-    slot_of = B.prefix_sum(occupied.astype(jnp.int8)) - 1
-    in_slot = occupied & (slot_of == B.leading(np.arange(NUM_SLOTS)[:, None], lanes))
+    outside = occupied & (A.leading(B.FIELDS, lanes) < 19)
+    slot_of = A.prefix_sum(occupied.astype(jnp.int8)) - 1
+    in_slot = occupied & (slot_of == A.leading(np.arange(NUM_SLOTS)[:, None], lanes))
     pick = lambda per_field: jnp.sum(jnp.where(in_slot, per_field, 0), axis=1, dtype=jnp.int8)
     return Position(board=board, dice=dice, die_a=die_a, die_b=die_b,
-                    in_slot=in_slot, slot_field=pick(B.leading(B.FIELDS, lanes)),
+                    in_slot=in_slot, slot_field=pick(A.leading(B.FIELDS, lanes)),
                     slot_count=pick(board),
                     ahead_a=B.ahead(board, die_a), ahead_b=B.ahead(board, die_b),
                     forbid=B.forbid_exits(board, dice),
@@ -244,7 +245,7 @@ def candidates(board, dice) -> Candidates:
     board, dice, die_a, die_b, forbid = p.board, p.dice, p.die_a, p.die_b, p.forbid
     in_slot, slot_field, slot_count = p.in_slot, p.slot_field, p.slot_count
     lanes = _lanes(board, 1)
-    const = lambda values: B.leading(values, len(lanes))
+    const = lambda values: A.leading(values, len(lanes))
     first_field, first_count = slot_field[:NUM_FIRST], slot_count[:NUM_FIRST]
     # [24, 2, *lanes] per field and pass -> [2, 17, *lanes] per pass and slot
     at_slots = lambda per_field: jnp.swapaxes(jnp.sum(
@@ -280,7 +281,7 @@ def candidates(board, dice) -> Candidates:
     left = moved & const(np.eye(NUM_FIRST, NUM_SLOTS, dtype=bool))
     from1 = jnp.where(chained, col(jnp.where(new_field, moved_to, 0)), slot_field)
     count1 = jnp.where(chained, col(new_field), slot_count - left + arrived).astype(jnp.int8)
-    landing_at_to = jnp.sum(jnp.where(B.leading(B.FIELDS, 2 + len(lanes)) == moved_to[None],
+    landing_at_to = jnp.sum(jnp.where(A.leading(B.FIELDS, 2 + len(lanes)) == moved_to[None],
                                       landing0[:, :, None], 0), axis=0, dtype=jnp.int8)
     land_before = jnp.where(chained, col(landing_at_to), per_second(at_slots(landing0)))
     land = from1 + die_b[:, None, None]
@@ -301,12 +302,12 @@ def candidates(board, dice) -> Candidates:
     swapped = double_exit & (f1 < f0)
     listed = jnp.where(swapped, jnp.stack([f1, t1, f0, t0]), pair)
     cum = B.cumulative_checkers(board).astype(jnp.int8)
-    slot_ordinal = B.lookup(cum, slot_field)  # [17, *lanes]
+    slot_ordinal = A.lookup(cum, slot_field)  # [17, *lanes]
     ordinal = jnp.stack([
         _to_flat(first(jnp.broadcast_to(slot_ordinal[:NUM_FIRST], moved_from.shape)),
-                 B.lookup(cum, puis_pair[0])),
-        _to_flat(jnp.where(chained, col(B.lookup(cum, moved_to)), slot_ordinal),
-                 B.lookup(cum, puis_pair[2]))])
+                 A.lookup(cum, puis_pair[0])),
+        _to_flat(jnp.where(chained, col(A.lookup(cum, moved_to)), slot_ordinal),
+                 A.lookup(cum, puis_pair[2]))])
     listed_ordinal = jnp.where(swapped, ordinal[::-1], ordinal)
     pass_start = np.arange(2, dtype=np.int16) * REFERENCE_PASS_SIZE
     first_slot = np.arange(NUM_FIRST, dtype=np.int16)[:, None]
@@ -344,7 +345,7 @@ def _fills(board, after1, from1, count1, landing1, second_ok, to1, puis_pair):
     """
     short = jnp.sum(B.quarters(after1) < 2, axis=1, dtype=jnp.int8)  # [4, 2, 15, *lanes]
     # [4, ...]: the quarter of field f (none for 0), by comparisons (no integer division)
-    starts = B.leading(6 * np.arange(4), from1.ndim).astype(from1.dtype)
+    starts = A.leading(6 * np.arange(4), from1.ndim).astype(from1.dtype)
     quarter = lambda f: (f[None] > starts) & (f[None] <= starts + 6)
     leaves = (count1 == 2)[None] & quarter(from1)
     arrives = ((landing1 == 1) & (to1 > 0))[None] & quarter(to1)
@@ -394,12 +395,12 @@ def _same_listed(in_set, c: Candidates):
     """
     lanes = _lanes(in_set, 1)
     twin = c.twin_same & other_pass(in_set)
-    in_second_pass = _mask(B.leading(np.arange(NUM_CANDIDATES) >= PASS_SIZE, len(lanes)))
+    in_second_pass = _mask(A.leading(np.arange(NUM_CANDIDATES) >= PASS_SIZE, len(lanes)))
     same, earlier = in_set | twin, twin & in_second_pass
     exits = _to_slots(in_set & c.double_exit)[0]
     swapped = _transposed(exits)  # [2, 15, 17, *lanes]: the transpose lists the same pair
     either = exits | swapped
-    later_slot_first = _mask(B.leading(np.arange(NUM_FIRST)[:, None] > np.arange(NUM_SLOTS),
+    later_slot_first = _mask(A.leading(np.arange(NUM_FIRST)[:, None] > np.arange(NUM_SLOTS),
                                        len(lanes)))
     exit_same = jnp.broadcast_to(either[0] | either[1], either.shape)
     exit_earlier = jnp.stack([later_slot_first & swapped[0],
@@ -452,7 +453,7 @@ def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
         alone &= jnp.stack([jnp.ones_like(first_pass_empty), first_pass_empty])[:, None]
     else:
         alone = jnp.zeros((2, NUM_FIRST) + lanes, jnp.uint8)
-    per_slot &= _mask(B.leading(np.arange(NUM_SLOTS) != EMPTY_SLOT, len(lanes))) | alone[:, :, None]
+    per_slot &= _mask(A.leading(np.arange(NUM_SLOTS) != EMPTY_SLOT, len(lanes))) | alone[:, :, None]
     ok = _to_flat(per_slot, per_pass)
     # Pairs with a single move are dropped when any pair has two.
     full = ok & c.is_full

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
 from trictrac_jax.lanes import game_minor
@@ -55,10 +56,10 @@ def _hits(board, dice):
     19-24 are small-jan hits, the others big-jan hits.
     """
     lanes = board.shape[1:]
-    const = lambda values: B.leading([values], len(lanes))  # [1, 3, *lanes]
+    const = lambda values: A.leading([values], len(lanes))  # [1, 3, *lanes]
     v0, v1 = dice[0], dice[1]
     steps = jnp.stack([v0, v1, v0 + v1])  # [3, *lanes]
-    to = B.leading(B.FIELDS.astype(jnp.int32), 1 + len(lanes)) + steps[None]  # [24, 3, *lanes]
+    to = A.leading(B.FIELDS.astype(jnp.int32), 1 + len(lanes)) + steps[None]  # [24, 3, *lanes]
     target = B.ahead(board, steps, max_steps=12)  # [24, 3, *lanes]
     hit = (board[:, None] > 0) & (to <= 24) & (target == -1)
     hit &= const([True, False, True]) | (v0 != v1)  # a double's two dice: one move
@@ -86,17 +87,17 @@ def _missing_for_quarter(board):
     missing none when the mover can no longer fill it.
     """
     q = B.quarters(board)  # [4, 6, *lanes]
-    pos = B.leading(jnp.arange(6), board.ndim - 1)  # [6, 1, ...]
+    pos = A.leading(jnp.arange(6), board.ndim - 1)  # [6, 1, ...]
     last_opp = jnp.max(jnp.where(q < 0, pos, -1), axis=1, keepdims=True)
     after = pos > last_opp
     missing = jnp.sum(jnp.where(after, jnp.clip(2 - q, 0, 2), 0), axis=1)  # [4, *lanes]
     first = _first_true(after & (q < 2), axis=1, none=0)  # [4, *lanes]
     found = missing < 3
     quarter = _first_true(found, axis=0, none=0)
-    n = jnp.where(jnp.any(found, axis=0), B.lookup(missing, quarter), 3)
-    fillable = B.lookup(B.own_fillable_quarters(board), quarter)
+    n = jnp.where(jnp.any(found, axis=0), A.lookup(missing, quarter), 3)
+    fillable = A.lookup(B.own_fillable_quarters(board), quarter)
     n = jnp.where((n > 0) & (n < 3) & ~fillable, 0, n)
-    return n, 6 * quarter + B.lookup(first, quarter) + 1
+    return n, 6 * quarter + A.lookup(first, quarter) + 1
 
 
 def _filled_quarter_ways(board, dice, lists: M.MoveLists):
@@ -121,7 +122,7 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
     possible = dest - jnp.stack([v0, v1, v0 + v1, v0 - 1, v1 - 1])  # [5, *lanes]
     # each distinct origin once (v0 == v1 repeats some), fields only
-    earlier = B.leading(np.tril(np.ones((5, 5), bool), -1), board.ndim - 1)
+    earlier = A.leading(np.tril(np.ones((5, 5), bool), -1), board.ndim - 1)
     distinct = (possible > 0) & ~jnp.any(earlier & (possible[:, None] == possible[None]), axis=1)
     # each origin counts once, on the first sequence that brings a checker from it
     one_missing = jnp.zeros(seqs.shape, jnp.int32)
@@ -145,7 +146,7 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     hi, lo = jnp.maximum(v0, v1), jnp.minimum(v0, v1)
     own = jnp.maximum(board, 0)
     at = lambda f: B.at_field(board, f)
-    fields = B.leading(B.FIELDS.astype(jnp.int32), len(lanes))
+    fields = A.leading(B.FIELDS.astype(jnp.int32), len(lanes))
     corner, opp_corner = jnp.abs(at(12)), jnp.abs(at(13))
     made = {}  # jan -> (made?, its pair)
 
@@ -169,7 +170,7 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
 
     # Six tables on the third roll: 4 single checkers, fields 2..7 missing exactly the two
     # fields that the dice reach from field 1.
-    six = B.leading(jnp.arange(2, 8), len(lanes))
+    six = A.leading(jnp.arange(2, 8), len(lanes))
     missing6 = own[1:7] == 0
     m0 = jnp.where(jnp.any(missing6, axis=0), jnp.min(jnp.where(missing6, six, 8), axis=0), 2)
     m1 = jnp.where(jnp.any(missing6, axis=0), jnp.max(jnp.where(missing6, six, 1), axis=0), 7)
@@ -217,14 +218,14 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
 
     hit_jan, hit_to = _hits(board, dice)
     fill_ways = _filled_quarter_ways(board, dice, lists)
-    jan = B.leading(jnp.arange(13), len(lanes))
+    jan = A.leading(jnp.arange(13), len(lanes))
     ways = present.astype(jnp.int32)
     ways += jnp.stack([jnp.sum(hit_jan == j, axis=(0, 1), dtype=jnp.int32) if j in HIT_JANS
                        else jnp.zeros(lanes, jnp.int32) for j in range(13)])
     ways += jnp.where(jan == FILLED_QUARTER, jnp.sum(fill_ways, axis=0), 0)
     double = jnp.where(jan == HELPLESS_MAN, none, v0 == v1)
-    values = jnp.where(double, B.leading(JAN_VALUES[:, 1], len(lanes)),
-                       B.leading(JAN_VALUES[:, 0], len(lanes))) * ways
+    values = jnp.where(double, A.leading(JAN_VALUES[:, 1], len(lanes)),
+                       A.leading(JAN_VALUES[:, 0], len(lanes))) * ways
     points = jnp.stack([jnp.sum(jnp.maximum(values, 0), axis=0),
                         jnp.sum(jnp.maximum(-values, 0), axis=0)])
     return RollJans(ways, points, hit_jan, hit_to, fill_ways, pairs, none)
@@ -266,3 +267,17 @@ def mark_points(points, holes, can_bredouille, scorer, n, opponent):
         jnp.where(scored, new_hole, can_bredouille[opponent]))
     points = points.at[opponent].set(jnp.where(scored & new_hole, 0, points[opponent]))
     return points, holes, can_bredouille, new_hole
+
+
+def roll_details(state, dice):
+    """Jans of rolling `dice` in `state` (whose player is to roll), on his view, and the
+    candidates' listed pairs int[N, 4]."""
+    view = B.view_board(state._board, state.current_player)
+    count = state._dice_roll_count[state.current_player] + 1
+    return _roll_details(view, dice, count)
+
+
+@game_minor
+def _roll_details(view, dice, count):
+    lists = M.move_lists(view, dice)
+    return roll_jans(view, dice, count, lists), jnp.moveaxis(lists.candidates.listed, 0, 1)

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from trictrac_jax.env import Trictrac, sample_outcome
-from trictrac_jax.replay import Steps
+from trictrac_jax.az.replay import Steps
 from trictrac_jax.state import State
 
 
@@ -39,7 +39,7 @@ def start(env: Trictrac, key, games: int) -> Actors:
 def play(env: Trictrac, search, utility, baseline, params, key, actors: Actors, steps: int):
     """`steps` decisions in every game. `search(params, key, states) -> SearchOutput`;
     `utility(state, rewards, player)` and `baseline(state, player)` as in
-    `trictrac_jax.search`.
+    `trictrac_jax.az.search`.
     Returns (actors, Played [steps, G])."""
     games = actors.episode.shape[0]
     colours = jnp.arange(2, dtype=jnp.int32)

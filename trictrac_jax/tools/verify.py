@@ -1,6 +1,6 @@
 """Replay the reference engine's golden files and measure agreement.
 
-    python -m trictrac_jax.verify ../shared/golden/games.jsonl.gz ../shared/golden/positions.jsonl.gz
+    python -m trictrac_jax.tools.verify ../shared/golden/games.jsonl.gz ../shared/golden/positions.jsonl.gz
 
 Every line is replayed through the public API (vmapped, jitted, in batches) and compared, per
 check, with what the reference engine recorded:
@@ -35,7 +35,6 @@ from trictrac_jax import io
 from trictrac_jax import moves as M
 from trictrac_jax import scoring as S
 from trictrac_jax.env import Trictrac, dice_to_outcome
-from trictrac_jax.lanes import game_minor
 
 CHECKS = ("legal", "moves", "state", "points", "jans", "observation", "string_id")
 BATCH = 512
@@ -63,23 +62,9 @@ def read_jsonl(path: str):
                 yield json.loads(line)
 
 
-def roll_details(state, dice):
-    """Jans of rolling `dice` in `state` (whose player is to roll), on his view, and the
-    candidates' listed pairs int[N, 4]."""
-    view = B.view_board(state._board, state.current_player)
-    count = state._dice_roll_count[state.current_player] + 1
-    return _roll_details(view, dice, count)
-
-
-@game_minor
-def _roll_details(view, dice, count):
-    lists = M.move_lists(view, dice)
-    return S.roll_jans(view, dice, count, lists), jnp.moveaxis(lists.candidates.listed, 0, 1)
-
-
 def _make_kernels(env: Trictrac):
     def roll(state, dice):
-        jans, listed = roll_details(state, dice)
+        jans, listed = S.roll_details(state, dice)
         rolled = env.chance_step(state.replace(is_chance=jnp.bool_(True)), dice_to_outcome(dice))
         return rolled, jans, listed
 
@@ -98,29 +83,6 @@ def _padded(items, size):
     for start in range(0, len(items), size):
         chunk = items[start:start + size]
         yield chunk, chunk + [chunk[0]] * (size - len(chunk))
-
-
-def _real_pair(pair, player):
-    """View move pair [f1, t1, f2, t2] -> real-board [[f1, t1], [f2, t2]]."""
-    mirror = (lambda f: 25 - f if f else 0) if player == 1 else (lambda f: f)
-    f1, t1, f2, t2 = (int(x) for x in pair)
-    return [[mirror(f1), mirror(t1)], [mirror(f2), mirror(t2)]]
-
-
-def jans_dict(jans, listed, player) -> dict:
-    """The reference's `dice_jans` (jan name -> move pairs, real board) from RollJans."""
-    out = defaultdict(list)
-    hit_jan, hit_to = np.asarray(jans.hit_jan), np.asarray(jans.hit_to)
-    for f, slot in zip(*np.nonzero(hit_jan >= 0)):
-        out[S.JANS[hit_jan[f, slot]]].append(_real_pair((f + 1, hit_to[f, slot], 0, 0), player))
-    fill_ways = np.asarray(jans.fill_ways)
-    for c in np.nonzero(fill_ways)[0]:
-        out[S.JANS[S.FILLED_QUARTER]] += [_real_pair(listed[c], player)] * int(fill_ways[c])
-    ways, pairs = np.asarray(jans.ways), np.asarray(jans.pairs)
-    for j in S.PAIR_JANS:
-        if ways[j]:
-            out[S.JANS[j]].append(_real_pair(pairs[j], player))
-    return dict(out)
 
 
 def _same_jans(want: dict, got: dict) -> bool:
@@ -160,7 +122,7 @@ def verify_games(lines, kernels, tally: Tally):
             legal = np.nonzero(masks[k])[0].tolist()
             tally.check("legal", legal == r["legal"], where, r["legal"], legal)
             if r["moves"] is not None:
-                got = _real_pair(pairs[k], r["before"]["active"] - 1)
+                got = io.real_pair(pairs[k], r["before"]["active"] - 1)
                 tally.check("moves", got == r["moves"], where, r["moves"], got)
             if "obs" in r:
                 ok = np.allclose(obs[k], r["obs"], atol=1e-5)
@@ -177,7 +139,7 @@ def _compare_roll(tally, chunk, rolled, jans, listed, after_of, where_of):
         where = where_of(r)
         player = r["state" if "state" in r else "before"]["active"] - 1
         one = jax.tree.map(lambda x: x[k], host[0])
-        got_jans = jans_dict(one, host[1][k], player)
+        got_jans = io.jans_dict(one, host[1][k], player)
         points = np.asarray(one.points).tolist()
         tally.check("points", points == r["points"], where, r["points"], points)
         tally.check("jans", _same_jans(r["jans"], got_jans), where, r["jans"], got_jans)
@@ -203,7 +165,7 @@ def verify_positions(lines, kernels, tally: Tally):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.verify", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.verify", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", help="golden JSON Lines files (.jsonl or .jsonl.gz)")
     parser.add_argument("--examples", type=int, default=5, help="disagreements to print")

@@ -1,7 +1,7 @@
 """Trictrac as an OpenSpiel game, `python_trictrac`, for OpenSpiel's algorithms and tools.
 
     import pyspiel
-    import trictrac_jax.openspiel_game  # registers "python_trictrac"
+    import trictrac_jax.tools.openspiel_game  # registers "python_trictrac"
     game = pyspiel.load_game("python_trictrac")          # or "python_trictrac(max_steps=300)"
 
 Needs the optional extra: `pip install "trictrac-jax[openspiel]"`.
@@ -24,12 +24,13 @@ import numpy as np
 try:
     import pyspiel
 except ImportError as error:  # pragma: no cover - depends on the environment
-    raise ImportError("trictrac_jax.openspiel_game needs OpenSpiel: "
+    raise ImportError("trictrac_jax.tools.openspiel_game needs OpenSpiel: "
                       "pip install 'trictrac-jax[openspiel]' (or pip install open-spiel)") from error
 
 from open_spiel.python.observation import IIGObserverForPublicInfoGame
 
-from trictrac_jax import play, render
+from trictrac_jax import render
+from trictrac_jax.tools import notation
 from trictrac_jax.env import CHANCE_DICE, NUM_CHANCE_OUTCOMES, new_game, observe
 from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE
 
@@ -108,9 +109,9 @@ class TrictracState(pyspiel.State):
 
     def _apply_action(self, action):
         if self.is_chance_node():
-            nxt = play.kernels().roll(self.state, action).state
+            nxt = notation.kernels().roll(self.state, action).state
         else:
-            nxt = play.kernels().decide(self.state, action)
+            nxt = notation.kernels().decide(self.state, action)
         self.state = jax.device_get(nxt)
         self._returns += self.state.rewards
 
@@ -118,10 +119,10 @@ class TrictracState(pyspiel.State):
         if player == pyspiel.PlayerId.CHANCE:
             d0, d1 = (int(d) for d in CHANCE_DICE[action])
             return f"Roll {d0}-{d1}"
-        if action == play.GO:
+        if action == notation.GO:
             return "Go"
-        pairs = np.asarray(play.kernels().action_pairs(self.state))
-        return play.move_text(pairs[action])
+        pairs = np.asarray(notation.kernels().action_pairs(self.state))
+        return notation.move_text(pairs[action])
 
     def is_terminal(self):
         truncated = int(self.state._step_count) >= self._max_steps

@@ -1,6 +1,6 @@
 """Latency of the public functions called on one state outside `jit`, as a markdown table.
 
-    python -m trictrac_jax.latency
+    python -m trictrac_jax.tools.latency
 
 The first call of each compiles (or fills a cache); the table gives it, and the median of
 the calls after it, which is what a person exploring positions one at a time waits for.
@@ -49,11 +49,11 @@ def cases() -> dict:
 
 
 def bots(setup: tt.Trictrac, key) -> dict:
-    """The champion as `python -m trictrac_jax.play` runs it, on a mid-game position (after
+    """The champion as `python -m trictrac_jax.tools.play` runs it, on a mid-game position (after
     30 random moves); empty without the training extra."""
     if importlib.util.find_spec("mctx") is None:
         return {}
-    from trictrac_jax import play
+    from trictrac_jax.tools import play
     state = setup.init(key)
     for k in jax.random.split(key, 30):
         state = setup.step(state, agents.random_agent(k, state), k)

@@ -9,11 +9,11 @@ import functools
 import jax
 
 from trictrac_jax import agents
-from trictrac_jax import champion
-from trictrac_jax import network as N
-from trictrac_jax import search as S
-from trictrac_jax import training
-from trictrac_jax.evaluation import play_match
+from trictrac_jax.az import champion
+from trictrac_jax.az import network as N
+from trictrac_jax.az import search as S
+from trictrac_jax.az import training
+from trictrac_jax.az.evaluation import play_match
 from trictrac_jax.lanes import batch_rule
 from trictrac_jax.state import NUM_ACTIONS
 
@@ -23,7 +23,7 @@ def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0, rolls: b
 
     * a baseline: 'random', 'first', 'greedy' (every legal action) or 'greedy:K' (the first
       K legal actions by index), see `agents.baseline`;
-    * 'champion': the network shipped in the package (`trictrac_jax.champion`);
+    * 'champion': the network shipped in the package (`trictrac_jax.az.champion`);
     * a training run directory (its best checkpoint) or one checkpoint directory
       (RUN_DIR/checkpoints/N): the network's policy, greedy over the masked logits, or with
       `num_simulations` > 0 the run's search (no exploration noise), or with `lookahead`

@@ -1,11 +1,11 @@
 """The GPU figures, on whatever device JAX runs on, in one process:
 
-    python -m trictrac_jax.bench --gpu            # sized for the device (GPU or CPU)
-    python -m trictrac_jax.bench --gpu --quick    # the smallest sizes (a smoke run)
+    python -m trictrac_jax.tools.bench --gpu            # sized for the device (GPU or CPU)
+    python -m trictrac_jax.tools.bench --gpu --quick    # the smallest sizes (a smoke run)
 
 1. the device;
 2. random play steps/s by batch, Trictrac and pgx backgammon (when installed), two ways: the
-   benchmark's loop (`bench.selfplay`: `random_agent`, `env.step`, finished games reset),
+   benchmark's loop (`measure.selfplay`: `random_agent`, `env.step`, finished games reset),
    and a plain loop (`jax.lax.scan` of `env.step` from new games, no resets, the one
    sampler `uniform_legal` for both environments);
 3. the split of one search of configs/base.yaml's self-play: the search's own bookkeeping
@@ -32,12 +32,12 @@ import jax.numpy as jnp
 import mctx
 
 import trictrac_jax as tt
-from trictrac_jax import bench
-from trictrac_jax import config as C
-from trictrac_jax import network as N
-from trictrac_jax import training as T
+from trictrac_jax.tools import measure
+from trictrac_jax.az import config as C
+from trictrac_jax.az import network as N
+from trictrac_jax.az import training as T
 
-BASE_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "base.yaml"
+BASE_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "base.yaml"
 WITH_RESETS, PLAIN = "with resets", "plain"
 MID_GAME_STEPS = 32  # random steps before the split's states (games last about 75)
 
@@ -93,7 +93,7 @@ def timed(fn, *args, min_seconds):
     start = time.perf_counter()
     jax.block_until_ready(fn(*args))
     first = time.perf_counter() - start
-    seconds = bench.fastest_calls([(fn, args)], min_seconds)[0]
+    seconds = measure.fastest_calls([(fn, args)], min_seconds)[0]
     return first - seconds, seconds
 
 
@@ -120,7 +120,7 @@ def plain_loop(env, steps):
 def plain_run(name, steps):
     """The jitted plain loop of environment `name`, one per process: the split's mid-game
     states reuse random play's compilations."""
-    return jax.jit(plain_loop(bench.make_env(name), steps))
+    return jax.jit(plain_loop(measure.make_env(name), steps))
 
 
 def new_games(env, batch, key):
@@ -130,10 +130,10 @@ def new_games(env, batch, key):
 def random_play_row(name, batch, loop, steps, min_seconds):
     """Steps/s of one environment, batch and loop."""
     if loop == WITH_RESETS:
-        result = bench.measure_selfplay(name, batch, steps, min_seconds)
+        result = measure.measure_selfplay(name, batch, steps, min_seconds)
         compile_s, steps_per_s = result["compile_s"], result["steps_per_s"]
     else:
-        states = new_games(bench.make_env(name), batch, jax.random.PRNGKey(0))
+        states = new_games(measure.make_env(name), batch, jax.random.PRNGKey(0))
         compile_s, seconds = timed(plain_run(name, steps), states, jax.random.PRNGKey(1),
                                    min_seconds=min_seconds)
         steps_per_s = batch * steps / seconds
@@ -150,7 +150,7 @@ def random_play(names, sizes, budget):
                     notes.append(f"random play, {name}, batch {batch}, {loop}: skipped "
                                  "(time budget)")
                     continue
-                bench.log(f"random play: {name}, batch {batch}, {loop}")
+                measure.log(f"random play: {name}, batch {batch}, {loop}")
                 rows.append(random_play_row(name, batch, loop, sizes.steps, sizes.min_seconds))
     return rows, notes
 
@@ -205,7 +205,7 @@ def split(config, steps, min_seconds):
     params = trainer.init_state(jax.random.PRNGKey(0)).params
     states = new_games(env, games, jax.random.PRNGKey(1))
     for k in jax.random.split(jax.random.PRNGKey(2), max(1, MID_GAME_STEPS // steps)):
-        states = plain_run(bench.TRICTRAC, steps)(states, k)
+        states = plain_run(measure.TRICTRAC, steps)(states, k)
     actions = jax.vmap(uniform_legal)(jax.random.split(jax.random.PRNGKey(3), games),
                                       states.legal_action_mask)
     outcomes = jax.random.randint(jax.random.PRNGKey(4), (games,), 0, tt.NUM_CHANCE_OUTCOMES)
@@ -223,10 +223,10 @@ def split(config, steps, min_seconds):
               (params, states.observation, states.legal_action_mask))]
     rows = []
     for name, count, fn, args in parts:
-        bench.log(f"split: {name}")
+        measure.log(f"split: {name}")
         seconds = timed(jax.jit(fn), *args, min_seconds=min_seconds)[1]
         rows.append((name, count, seconds, count * seconds))
-    bench.log("split: the whole search")
+    measure.log("split: the whole search")
     search_s = timed(jax.jit(trainer.search), params, key, states, min_seconds=min_seconds)[1]
     return rows, search_s
 
@@ -255,10 +255,10 @@ def selfplay_rows(sizes, budget):
             notes.append(f"self-play {games} games, {sims} simulations, {algorithm}: skipped "
                          "(time budget)")
             continue
-        bench.log(f"self-play: {games} games, {sims} simulations, {algorithm}")
+        measure.log(f"self-play: {games} games, {sims} simulations, {algorithm}")
         config = base_config(games, sims, algorithm, sizes.moves)
         rows.append({"games": games, "simulations": sims, "algorithm": algorithm,
-                     **bench.selfplay_rate(config, sizes.min_seconds)})
+                     **measure.selfplay_rate(config, sizes.min_seconds)})
     return rows, notes
 
 
@@ -273,25 +273,25 @@ def device_record(load_at_start):
         pgx_version = None
     return {"device_kind": device.device_kind, "platform": device.platform,
             "devices": jax.device_count(), "jax": jax.__version__, "mctx": mctx.__version__,
-            "pgx": pgx_version, "code": bench.code_version(),
+            "pgx": pgx_version, "code": measure.code_version(),
             "load": [load_at_start, os.getloadavg()[0]],
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def random_play_section(rows):
     rate = {(r["env"], r["batch"], r["loop"]): r["steps_per_s"] for r in rows}
-    ratios = [(batch, loop, f"{steps:,.0f}", f"{rate[bench.BACKGAMMON, batch, loop]:,.0f}",
-               f"{steps / rate[bench.BACKGAMMON, batch, loop]:.2f}")
+    ratios = [(batch, loop, f"{steps:,.0f}", f"{rate[measure.BACKGAMMON, batch, loop]:,.0f}",
+               f"{steps / rate[measure.BACKGAMMON, batch, loop]:.2f}")
               for (env, batch, loop), steps in rate.items()
-              if env == bench.TRICTRAC and (bench.BACKGAMMON, batch, loop) in rate]
-    peer = ["", bench.table(("batch", "loop", "trictrac steps/s", "pgx backgammon steps/s",
+              if env == measure.TRICTRAC and (measure.BACKGAMMON, batch, loop) in rate]
+    peer = ["", measure.table(("batch", "loop", "trictrac steps/s", "pgx backgammon steps/s",
                              "ratio"), ratios)] if ratios else []
     return "\n".join([
         "## Random play", "",
         f"`{WITH_RESETS}`: the benchmark's loop (`random_agent`, `env.step`, finished games "
         f"re-initialised); `{PLAIN}`: `lax.scan` of `env.step` from new games, no resets, "
         "an action uniform over the legal mask (`uniform_legal`, both environments).", "",
-        bench.table(("env", "batch", "loop", "compile s", "steps/s"), [
+        measure.table(("env", "batch", "loop", "compile s", "steps/s"), [
             (r["env"], r["batch"], r["loop"], f"{r['compile_s']:.1f}",
              f"{r['steps_per_s']:,.0f}") for r in rows]), *peer])
 
@@ -305,7 +305,7 @@ def split_section(split):
         "Each part timed alone on the same mid-game states, times the calls that one search "
         "makes; shares of the whole search (`Trainer.search`, "
         f"{split['search_seconds'] * 1e3:,.1f} ms).", "",
-        bench.table(("part", "calls", "ms per call", "ms per search", "share"), [
+        measure.table(("part", "calls", "ms per call", "ms per search", "share"), [
             (p["part"], "" if p["calls"] is None else p["calls"],
              ms(p["seconds_per_call"], "{:,.2f}"), ms(p["seconds"], "{:,.1f}"),
              f"{p['share']:.0%}") for p in split["parts"]])])
@@ -316,7 +316,7 @@ def selfplay_section(rows, moves):
         "## Self-play with search", "",
         "Moves/s of `Trainer.selfplay` (base.yaml's network, untrained; "
         f"{moves} decisions per game per call).", "",
-        bench.table(("games", "simulations", "search", "compile s", "moves/s"), [
+        measure.table(("games", "simulations", "search", "compile s", "moves/s"), [
             (r["games"], r["simulations"], r["algorithm"], f"{r['compile_s']:.1f}",
              f"{r['moves_per_s']:,.0f}") for r in rows])])
 
@@ -343,7 +343,7 @@ def run(args, command):
     sizes_name = "quick" if args.quick else ("cpu" if jax.default_backend() == "cpu" else "gpu")
     sizes = SIZES[sizes_name]
     budget, load_at_start = Budget(args.budget_seconds), os.getloadavg()[0]
-    names, notes = bench.available_envs(args.no_pgx)
+    names, notes = measure.available_envs(args.no_pgx)
     random_rows, skipped = random_play(names, sizes, budget)
     config = base_config(sizes.games, sizes.simulations)
     rows, search_s = split(config, sizes.steps, sizes.min_seconds)
@@ -357,6 +357,6 @@ def run(args, command):
     text = markdown(result)
     output.write_text(text)
     output.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    bench.log(f"wrote {output} and {output.with_suffix('.json')}")
+    measure.log(f"wrote {output} and {output.with_suffix('.json')}")
     print(text, flush=True)
     return result

@@ -1,39 +1,28 @@
-"""Play Trictrac in a terminal against a bot.
+"""Trictrac as players read and write it, for one game at a time on the host.
 
-    python -m trictrac_jax.play [--opponent champion|greedy|greedy:K|first|random|CHECKPOINT]
-                                [--seed N] [--colour white|black] [--lookahead K] [--no-rolls]
-
-Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
-are listed in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`);
-choose one by its number or by its notation. `help`, `board`, `quit` (or end of input).
-
-The loop (`play_game`) takes input and output streams, so tests and notebooks drive it with
-scripted input. The single-game helpers here (`Kernels`, `legal_moves`, `move_text`,
-`roll_report`) are shared with the OpenSpiel wrapper.
+Moves in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`), the jans
+of a roll explained (which, how many ways, how many points, for whom), and a player's typed
+choice read back into an action index. `Kernels` are the jitted one-game transitions these
+need. Used by the terminal game (play.py) and the OpenSpiel wrapper.
 """
 from __future__ import annotations
 
-import argparse
 import functools
-import os
-import sys
-from typing import Callable, NamedTuple, TextIO
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from trictrac_jax import agents
 from trictrac_jax import board as B
+from trictrac_jax import io
 from trictrac_jax import moves as M
 from trictrac_jax import render
 from trictrac_jax import scoring as S
-from trictrac_jax.env import CHANCE_DICE, Trictrac, new_game, sample_outcome
+from trictrac_jax.env import CHANCE_DICE, Trictrac, sample_outcome
 from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO, State
-from trictrac_jax.verify import jans_dict, roll_details
 
 GO = 1
-COLOURS = {"white": 0, "black": 1}
 
 # Jan names as players say them: English, then the traditional French.
 JAN_LABELS = {
@@ -95,7 +84,7 @@ def kernels() -> Kernels:
 def _roll(env: Trictrac, state: State, outcome) -> Roll:
     """Score the dice of chance outcome `outcome` for the player to roll, as the engine does
     on his view before the roll is applied (as verify.py), then apply it."""
-    jans, listed = roll_details(state, CHANCE_DICE[outcome])
+    jans, listed = S.roll_details(state, CHANCE_DICE[outcome])
     return Roll(jans, listed, env.chance_step(state, outcome))
 
 
@@ -152,7 +141,7 @@ def jan_scores(roller: int, dice, jans: S.RollJans, listed) -> list[JanScore]:
     """The jans a roll makes (in the engine's order), from its RollJans as verify.py reads
     them: ways and move pairs per jan, and the jan's value per way for this roll."""
     jans, listed = jax.device_get((jans, listed))
-    made = jans_dict(jans, np.asarray(listed), roller)
+    made = io.jans_dict(jans, np.asarray(listed), roller)
     scores = []
     for j, name in enumerate(S.JANS):
         if name not in made:
@@ -185,7 +174,7 @@ def roll_report(before: State, roll: Roll) -> list[str]:
     if not mine and not theirs:
         lines.append("  No jan: no points.")
     if mine:
-        lines.append(f"  {me} marks {mine} points.{_holes_won(before, after, roller)}")
+        lines.append(f"  {me} marks {mine} points.{holes_won(before, after, roller)}")
         lines.append("  " + score_line(after))
     if theirs:
         unless = f" (not if {me} goes)" if int(after._turn_stage) == TS_HOLD_OR_GO else ""
@@ -193,7 +182,7 @@ def roll_report(before: State, roll: Roll) -> list[str]:
     return lines
 
 
-def _holes_won(before: State, after: State, colour: int) -> str:
+def holes_won(before: State, after: State, colour: int) -> str:
     won = int(after._holes[colour]) - int(before._holes[colour])
     if won <= 0:
         return ""
@@ -215,10 +204,7 @@ class ChoiceError(ValueError):
     """The player's input names no legal action (the message says why)."""
 
 
-QUIT_WORDS = ("q", "quit", "exit")
 MAX_LISTED_IN_ERROR = 10
-HELP_WORDS = ("h", "help", "?")
-BOARD_WORDS = ("b", "board")
 
 
 def parse_moves(text: str) -> tuple[tuple[int, int], ...]:
@@ -266,183 +252,3 @@ def parse_choice(text: str, moves: list[tuple[int, str]]) -> int:
     legal = (f"legal: {', '.join(t for _, t in moves)}" if len(moves) <= MAX_LISTED_IN_ERROR
              else "type 'board' to see the list")
     raise ChoiceError(f"{text.strip()!r} is not a legal move here; {legal}")
-
-
-# ---------------------------------------------------------------------------------------------
-#  The game loop
-# ---------------------------------------------------------------------------------------------
-
-Agent = Callable[[jax.Array, State], jax.Array]  # (key, state) -> action, one game
-
-
-def play_game(opponent: Agent, human: int, seed: int, stdin: TextIO, stdout: TextIO,
-              k: Kernels | None = None) -> State:
-    """Play one game, the human being colour `human` (0 White, 1 Black), reading choices
-    from `stdin` (anything with `readline`, e.g. `Prompt()` in a notebook) and writing to
-    `stdout`. Returns the last state: finished, or where the player quit (or the input
-    ended)."""
-    k = k or kernels()
-    say = functools.partial(print, file=stdout)
-    key = jax.random.PRNGKey(seed)
-    say(f"Trictrac (seed {seed}): you play {render.COLOUR_NAMES[human]} "
-        f"({render.TEXT_SYMBOLS[human]}). Choose a move by its number or its notation "
-        f"(e.g. 1-6 6-11, 20-off, go); 'help', 'board', 'quit'.")
-    state, key = _roll_and_report(k, new_game(), key, say)
-    while not _done(state):
-        mover = int(state.current_player)
-        if mover == human:
-            action = _ask(state, k, stdin, say)
-            if action is None:
-                say("Goodbye.")
-                return state
-        else:
-            key, _, agent_key = k.draw(key)
-            action = int(opponent(agent_key, state))
-        if action != GO:
-            notation = dict(legal_moves(state, k)).get(action, f"illegal action {action}")
-            say(f"{render.COLOUR_NAMES[mover]} plays {notation}.")
-        after = k.decide(state, action)
-        _report_decision(state, after, action, say)
-        state = after
-        if not _done(state):
-            state, key = _roll_and_report(k, state, key, say)
-    say(render.text(state))
-    say(render.status_line(render.position(state)) + ".")
-    return state
-
-
-class Prompt:
-    """A `stdin` for `play_game` that asks with `input()` (which notebooks support)."""
-
-    def readline(self) -> str:
-        try:
-            return input() + "\n"
-        except EOFError:
-            return ""
-
-
-def _done(state: State) -> bool:
-    return bool(state.terminated | state.truncated)
-
-
-def _roll_and_report(k: Kernels, state: State, key, say):
-    key, outcome, _ = k.draw(key)
-    roll = k.roll(state, outcome)
-    for line in roll_report(state, roll):
-        say(line)
-    return roll.state, key
-
-
-def _report_decision(before: State, after: State, action: int, say) -> None:
-    """Go, and the points the opponent marks once the roller has moved."""
-    mover = int(before.current_player)
-    other = 1 - mover
-    if action == GO:
-        say(f"{render.COLOUR_NAMES[mover]} goes: new setting, the checkers go back to the talons.")
-        return
-    marked = int(before._dice_points[1])
-    if marked:
-        say(f"{render.COLOUR_NAMES[other]} marks {marked} points."
-            f"{_holes_won(before, after, other)}")
-        say(score_line(after))
-    if int(after.current_player) == mover and not _done(after):
-        say(f"{render.COLOUR_NAMES[mover]} bore off all his checkers: new setting, "
-            f"{render.COLOUR_NAMES[mover]} rolls again.")
-
-
-def _ask(state: State, k: Kernels, stdin: TextIO, say) -> int | None:
-    """Show the position and legal moves, read until a legal choice; None to quit."""
-    moves = legal_moves(state, k)
-    _show_choices(state, moves, say)
-    while True:
-        say("Your choice: ", end="")
-        line = stdin.readline()
-        if not line:  # end of input
-            say()
-            return None
-        word = line.strip().lower()
-        if word in QUIT_WORDS:
-            return None
-        if word in HELP_WORDS:
-            say(HELP)
-            _show_choices(state, moves, say)
-            continue
-        if word in BOARD_WORDS:
-            _show_choices(state, moves, say)
-            continue
-        try:
-            return parse_choice(line, moves)
-        except ChoiceError as error:
-            say(f"  {error}")
-
-
-def _show_choices(state: State, moves, say) -> None:
-    say(render.text(state))  # its last line says whose turn, and offers hold or go
-    say("Legal moves:")
-    cells = [f"{n:>3}) {notation}" for n, (_, notation) in enumerate(moves, 1)]
-    width = max(map(len, cells)) + 3
-    per_row = max(1, min(4, 88 // width))  # columns, to keep long lists on one screen
-    for i in range(0, len(cells), per_row):
-        say("  " + "".join(c.ljust(width) for c in cells[i:i + per_row]).rstrip())
-
-
-HELP = """How to answer:
-  a number        the move with that number in the list
-  1-6 6-11        a move in notation: FROM-TO for each checker on the real board
-                  (fields 1-24, White moves 1 -> 24, Black 24 -> 1); bear off with 20-off
-  go              after winning a hole: new setting (hold by choosing a move)
-  pass            when no move is possible
-  board           show the board and the moves again
-  quit            leave the game"""
-
-
-# ---------------------------------------------------------------------------------------------
-#  Command line
-# ---------------------------------------------------------------------------------------------
-
-def load_opponent(spec: str, lookahead: int, rolls: bool | None = None) -> Agent:
-    """A baseline by name (engine only), else `players.load_agent` (the champion or a
-    checkpoint: the training extra), its lookahead over the rolls unless `rolls` is False
-    (None: whenever `lookahead` > 0)."""
-    agent = agents.baseline(spec)
-    if agent is None:
-        from trictrac_jax import players  # a checkpoint needs the training stack
-        rolls = lookahead > 0 if rolls is None else rolls
-        agent = players.load_agent(spec, lookahead=lookahead, rolls=rolls)
-    return agent
-
-
-def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.play",
-                                     description="Play Trictrac in a terminal against a bot.")
-    parser.add_argument("--opponent", default="champion",
-                        help="champion (the shipped network), greedy (every legal move), "
-                             "greedy:K (the first K by index), first, random, or a checkpoint "
-                             "path (default: champion)")
-    parser.add_argument("--lookahead", type=int, default=32, metavar="K",
-                        help="a checkpoint bot's 1-ply search over its policy's K likeliest "
-                             "moves (0: the raw policy; default: 32)")
-    parser.add_argument("--rolls", action=argparse.BooleanOptionalAction, default=None,
-                        help="a checkpoint bot values each of those moves over the 36 rolls "
-                             "after it (the strongest bot; default: on with --lookahead K > 0)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="seed of the dice and the bot (default: random)")
-    parser.add_argument("--colour", "--color", choices=sorted(COLOURS), default="white",
-                        help="your colour; White rolls first (default: white)")
-    args = parser.parse_args(argv)
-    try:
-        opponent = load_opponent(args.opponent, args.lookahead, args.rolls)
-    except ImportError as error:  # a checkpoint needs the training extra
-        print(f"cannot load opponent {args.opponent!r}: {error} "
-              f"(pip install 'trictrac-jax[train]')", file=sys.stderr)
-        return 2
-    except (ValueError, OSError, RuntimeError) as error:  # unknown name, bad checkpoint
-        print(f"cannot load opponent {args.opponent!r}: {error}", file=sys.stderr)
-        return 2
-    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(3), "big")
-    play_game(jax.jit(opponent), COLOURS[args.colour], seed, stdin, stdout)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

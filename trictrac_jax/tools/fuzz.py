@@ -1,6 +1,6 @@
 """Fuzzing the environment: random and adversarial inputs, invariants checked after every step.
 
-    python -m trictrac_jax.fuzz --steps 1000000 --batch 1024
+    python -m trictrac_jax.tools.fuzz --steps 1000000 --batch 1024
 
 Every game of the batch is given, at every step, one of `env.step`, `env.step_deterministic`
 or `env.chance_step`, whatever node it is at, with mostly legal actions and some illegal or
@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax import agents
-from trictrac_jax.env import CHANCE_DICE, NUM_CHANCE_OUTCOMES, WINNING_HOLES, Trictrac, observe
+from trictrac_jax.env import NUM_CHANCE_OUTCOMES, WINNING_HOLES, Trictrac, observe
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, NUM_CHECKERS, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MOVE, TS_ROLL_DICE, State)
 
@@ -197,7 +197,7 @@ run = jax.jit(fuzz, static_argnums=(0, 2, 3))
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.fuzz", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.fuzz", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=1_000_000,
                         help="game steps in all (rounded up to a multiple of --batch)")

@@ -17,12 +17,12 @@ import optax
 from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from trictrac_jax import checkpoint as C
-from trictrac_jax import config as config_lib
-from trictrac_jax import network as N
-from trictrac_jax import replay as R
-from trictrac_jax import search as S
-from trictrac_jax import selfplay
+from trictrac_jax.az import checkpoint as C
+from trictrac_jax.az import config as config_lib
+from trictrac_jax.az import network as N
+from trictrac_jax.az import replay as R
+from trictrac_jax.az import search as S
+from trictrac_jax.az import selfplay
 
 
 @struct.dataclass

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
-from trictrac_jax import network as N
+from trictrac_jax.az import network as N
 from trictrac_jax import scoring
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice, sample_outcome
 from trictrac_jax.lanes import best_candidates

@@ -1,7 +1,7 @@
 """The shipped champion: a trained network small enough to live inside the package.
 
-    python -m trictrac_jax.champion                       # what it is, where it came from
-    python -m trictrac_jax.champion --export RUN_OR_CHECKPOINT --provenance FILE.json
+    python -m trictrac_jax.az.champion                       # what it is, where it came from
+    python -m trictrac_jax.az.champion --export RUN_OR_CHECKPOINT --provenance FILE.json
 
 The file (`trictrac_jax/data/champion.msgpack`) holds the network's parameters (float32),
 the config of the run that trained it, and its provenance (command, iterations, wall-clock,
@@ -50,7 +50,7 @@ def load(path=PATH) -> tuple[dict, dict, dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m trictrac_jax.champion",
+    p = argparse.ArgumentParser(prog="python -m trictrac_jax.az.champion",
                                 description="Show or export the shipped champion network.")
     p.add_argument("--export", metavar="CHECKPOINT",
                    help="a run directory (its best checkpoint) or one checkpoint directory")
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(PATH), help=f"champion file (default: {PATH})")
     args = p.parse_args(argv)
     if args.export:
-        from trictrac_jax import training  # the training stack reads orbax checkpoints
+        from trictrac_jax.az import training  # the training stack reads orbax checkpoints
         params, config = training.load_params(args.export)
         provenance = json.loads(pathlib.Path(args.provenance).read_text()) \
             if args.provenance else {}

@@ -1,0 +1,86 @@
+"""The package's layers: the engine (`trictrac_jax`), the AlphaZero stack (`trictrac_jax.az`)
+and the tools (`trictrac_jax.tools`); imports flow tools -> az -> engine, never back, and no
+module imports itself through others."""
+import ast
+import pathlib
+import subprocess
+import sys
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "trictrac_jax"
+LAYERS = {"engine": 0, "az": 1, "tools": 2}
+
+
+def module_name(path):
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(module):
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ("az", "tools") else "engine"
+
+
+def imports_of(path, modules):
+    """The package modules that `path` imports, at its top or inside functions."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                       for a in node.names]
+        else:
+            continue
+        found |= {t for t in targets if t in modules and t != name}
+    return found
+
+
+def import_graph():
+    paths = sorted(PACKAGE.rglob("*.py"))
+    modules = {module_name(p) for p in paths}
+    return {module_name(p): imports_of(p, modules) for p in paths}
+
+
+def test_imports_flow_from_tools_to_az_to_engine():
+    graph = import_graph()
+    assert {"trictrac_jax.env", "trictrac_jax.az.search", "trictrac_jax.tools.play"} <= set(graph)
+    upward = [(m, t) for m, targets in graph.items() for t in targets
+              if LAYERS[layer(t)] > LAYERS[layer(m)]]
+    assert upward == [], f"imports against the layers: {upward}"
+
+
+def test_no_import_circle():
+    graph = import_graph()
+    state = {}
+
+    def visit(module, path):
+        state[module] = "open"
+        for target in sorted(graph[module]):
+            if state.get(target) == "open":
+                raise AssertionError("import circle: " + " -> ".join(path + [target]))
+            if target not in state:
+                visit(target, path + [target])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_the_engine_loads_alone():
+    """`import trictrac_jax` in a fresh process loads neither the AlphaZero stack nor the
+    tools, nor the learning libraries."""
+    code = ("import sys, trictrac_jax\n"
+            "print('\\n'.join(sorted(sys.modules)))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                text=True).stdout.split())
+    assert "trictrac_jax.env" in loaded
+    above = sorted(m for m in loaded if m.startswith(("trictrac_jax.az", "trictrac_jax.tools"))
+                   or m.split(".")[0] in ("mctx", "optax", "orbax", "chex", "pgx", "pyspiel"))
+    assert above == []

@@ -1,0 +1,213 @@
+"""Play Trictrac in a terminal against a bot.
+
+    python -m trictrac_jax.tools.play [--opponent champion|greedy|greedy:K|first|random|CHECKPOINT]
+                                [--seed N] [--colour white|black] [--lookahead K] [--no-rolls]
+
+Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
+are listed in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`);
+choose one by its number or by its notation. `help`, `board`, `quit` (or end of input).
+
+The loop (`play_game`) takes input and output streams, so tests and notebooks drive it with
+scripted input. Notation, roll reports and reading a choice are in notation.py.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+from typing import Callable, TextIO
+
+import jax
+
+from trictrac_jax import agents
+from trictrac_jax import render
+from trictrac_jax.env import new_game
+from trictrac_jax.state import State
+from trictrac_jax.tools.notation import (GO, ChoiceError, Kernels, holes_won, kernels, legal_moves,
+                                         parse_choice, roll_report, score_line)
+
+COLOURS = {"white": 0, "black": 1}
+QUIT_WORDS = ("q", "quit", "exit")
+HELP_WORDS = ("h", "help", "?")
+BOARD_WORDS = ("b", "board")
+
+
+# ---------------------------------------------------------------------------------------------
+#  The game loop
+# ---------------------------------------------------------------------------------------------
+
+Agent = Callable[[jax.Array, State], jax.Array]  # (key, state) -> action, one game
+
+
+def play_game(opponent: Agent, human: int, seed: int, stdin: TextIO, stdout: TextIO,
+              k: Kernels | None = None) -> State:
+    """Play one game, the human being colour `human` (0 White, 1 Black), reading choices
+    from `stdin` (anything with `readline`, e.g. `Prompt()` in a notebook) and writing to
+    `stdout`. Returns the last state: finished, or where the player quit (or the input
+    ended)."""
+    k = k or kernels()
+    say = functools.partial(print, file=stdout)
+    key = jax.random.PRNGKey(seed)
+    say(f"Trictrac (seed {seed}): you play {render.COLOUR_NAMES[human]} "
+        f"({render.TEXT_SYMBOLS[human]}). Choose a move by its number or its notation "
+        f"(e.g. 1-6 6-11, 20-off, go); 'help', 'board', 'quit'.")
+    state, key = _roll_and_report(k, new_game(), key, say)
+    while not _done(state):
+        mover = int(state.current_player)
+        if mover == human:
+            action = _ask(state, k, stdin, say)
+            if action is None:
+                say("Goodbye.")
+                return state
+        else:
+            key, _, agent_key = k.draw(key)
+            action = int(opponent(agent_key, state))
+        if action != GO:
+            notation = dict(legal_moves(state, k)).get(action, f"illegal action {action}")
+            say(f"{render.COLOUR_NAMES[mover]} plays {notation}.")
+        after = k.decide(state, action)
+        _report_decision(state, after, action, say)
+        state = after
+        if not _done(state):
+            state, key = _roll_and_report(k, state, key, say)
+    say(render.text(state))
+    say(render.status_line(render.position(state)) + ".")
+    return state
+
+
+class Prompt:
+    """A `stdin` for `play_game` that asks with `input()` (which notebooks support)."""
+
+    def readline(self) -> str:
+        try:
+            return input() + "\n"
+        except EOFError:
+            return ""
+
+
+def _done(state: State) -> bool:
+    return bool(state.terminated | state.truncated)
+
+
+def _roll_and_report(k: Kernels, state: State, key, say):
+    key, outcome, _ = k.draw(key)
+    roll = k.roll(state, outcome)
+    for line in roll_report(state, roll):
+        say(line)
+    return roll.state, key
+
+
+def _report_decision(before: State, after: State, action: int, say) -> None:
+    """Go, and the points the opponent marks once the roller has moved."""
+    mover = int(before.current_player)
+    other = 1 - mover
+    if action == GO:
+        say(f"{render.COLOUR_NAMES[mover]} goes: new setting, the checkers go back to the talons.")
+        return
+    marked = int(before._dice_points[1])
+    if marked:
+        say(f"{render.COLOUR_NAMES[other]} marks {marked} points."
+            f"{holes_won(before, after, other)}")
+        say(score_line(after))
+    if int(after.current_player) == mover and not _done(after):
+        say(f"{render.COLOUR_NAMES[mover]} bore off all his checkers: new setting, "
+            f"{render.COLOUR_NAMES[mover]} rolls again.")
+
+
+def _ask(state: State, k: Kernels, stdin: TextIO, say) -> int | None:
+    """Show the position and legal moves, read until a legal choice; None to quit."""
+    moves = legal_moves(state, k)
+    _show_choices(state, moves, say)
+    while True:
+        say("Your choice: ", end="")
+        line = stdin.readline()
+        if not line:  # end of input
+            say()
+            return None
+        word = line.strip().lower()
+        if word in QUIT_WORDS:
+            return None
+        if word in HELP_WORDS:
+            say(HELP)
+            _show_choices(state, moves, say)
+            continue
+        if word in BOARD_WORDS:
+            _show_choices(state, moves, say)
+            continue
+        try:
+            return parse_choice(line, moves)
+        except ChoiceError as error:
+            say(f"  {error}")
+
+
+def _show_choices(state: State, moves, say) -> None:
+    say(render.text(state))  # its last line says whose turn, and offers hold or go
+    say("Legal moves:")
+    cells = [f"{n:>3}) {notation}" for n, (_, notation) in enumerate(moves, 1)]
+    width = max(map(len, cells)) + 3
+    per_row = max(1, min(4, 88 // width))  # columns, to keep long lists on one screen
+    for i in range(0, len(cells), per_row):
+        say("  " + "".join(c.ljust(width) for c in cells[i:i + per_row]).rstrip())
+
+
+HELP = """How to answer:
+  a number        the move with that number in the list
+  1-6 6-11        a move in notation: FROM-TO for each checker on the real board
+                  (fields 1-24, White moves 1 -> 24, Black 24 -> 1); bear off with 20-off
+  go              after winning a hole: new setting (hold by choosing a move)
+  pass            when no move is possible
+  board           show the board and the moves again
+  quit            leave the game"""
+
+
+# ---------------------------------------------------------------------------------------------
+#  Command line
+# ---------------------------------------------------------------------------------------------
+
+def load_opponent(spec: str, lookahead: int, rolls: bool | None = None) -> Agent:
+    """A baseline by name (engine only), else `players.load_agent` (the champion or a
+    checkpoint: the training extra), its lookahead over the rolls unless `rolls` is False
+    (None: whenever `lookahead` > 0)."""
+    agent = agents.baseline(spec)
+    if agent is None:
+        from trictrac_jax.az import players  # a checkpoint needs the training stack
+        rolls = lookahead > 0 if rolls is None else rolls
+        agent = players.load_agent(spec, lookahead=lookahead, rolls=rolls)
+    return agent
+
+
+def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.play",
+                                     description="Play Trictrac in a terminal against a bot.")
+    parser.add_argument("--opponent", default="champion",
+                        help="champion (the shipped network), greedy (every legal move), "
+                             "greedy:K (the first K by index), first, random, or a checkpoint "
+                             "path (default: champion)")
+    parser.add_argument("--lookahead", type=int, default=32, metavar="K",
+                        help="a checkpoint bot's 1-ply search over its policy's K likeliest "
+                             "moves (0: the raw policy; default: 32)")
+    parser.add_argument("--rolls", action=argparse.BooleanOptionalAction, default=None,
+                        help="a checkpoint bot values each of those moves over the 36 rolls "
+                             "after it (the strongest bot; default: on with --lookahead K > 0)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the dice and the bot (default: random)")
+    parser.add_argument("--colour", "--color", choices=sorted(COLOURS), default="white",
+                        help="your colour; White rolls first (default: white)")
+    args = parser.parse_args(argv)
+    try:
+        opponent = load_opponent(args.opponent, args.lookahead, args.rolls)
+    except ImportError as error:  # a checkpoint needs the training extra
+        print(f"cannot load opponent {args.opponent!r}: {error} "
+              f"(pip install 'trictrac-jax[train]')", file=sys.stderr)
+        return 2
+    except (ValueError, OSError, RuntimeError) as error:  # unknown name, bad checkpoint
+        print(f"cannot load opponent {args.opponent!r}: {error}", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(3), "big")
+    play_game(jax.jit(opponent), COLOURS[args.colour], seed, stdin, stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
