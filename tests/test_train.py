@@ -11,9 +11,11 @@ import sys
 import textwrap
 
 import jax
+import numpy as np
 import pytest
 import yaml
 
+from trictrac_jax.az import champion, players
 from trictrac_jax.az import training as T
 from trictrac_jax.az.config import ConfigError, defaults, load_config, merge
 from trictrac_jax.az.evaluation import wilson
@@ -393,3 +395,36 @@ def test_time_to_strength_stops_on_the_clock_and_rates_snapshots(tmp_path):
                .splitlines()]
     assert len(metrics) < 50 and metrics[-1]["elapsed_s"] >= 0.002 * 60
     assert "| tiny | 0.002 |" in (out / "time_to_strength.md").read_text()
+
+
+def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
+    """--init-from: a new run starts from another run's network (its best checkpoint, or
+    that network exported to a file in the champion's format) with a fresh optimiser; a
+    network of another shape is refused, naming the key."""
+    run_dir, _ = run
+    source, _ = players.load_network(str(run_dir))
+    exported = tmp_path / "net.msgpack"
+    assert champion.main(["--export", str(run_dir), "--out", str(exported)]) == 0
+    for spec in (str(exported), str(run_dir)):
+        config = tiny_config(tmp_path / f"warm{len(spec)}")
+        config["run"]["init_from"] = spec
+        config["training"]["iterations"] = 1
+        trainer = T.trainer_for(config)
+        state = az.warm_start(trainer, config, log=lambda line: None)
+        assert int(state.step) == 0
+        assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.params),
+                                                        jax.tree.leaves(source)))
+        fresh = trainer.init_state(jax.random.PRNGKey(0))
+        assert jax.tree.structure(state.opt_state) == jax.tree.structure(fresh.opt_state)
+        assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.opt_state),
+                                                        jax.tree.leaves(fresh.opt_state)))
+        az.train(config, log=lambda line: None)  # and trains from there
+        saved = yaml.safe_load((pathlib.Path(config["run"]["dir"]) / "config.yaml").read_text())
+        assert saved["run"]["init_from"] == spec
+    wide = tmp_path / "wide.yaml"
+    wide.write_text(yaml.safe_dump({**TINY, "network": {"width": 32, "blocks": 1},
+                                    "run": {"dir": str(tmp_path / "wide")}}))
+    assert az.main(["--config", str(wide), "--init-from", str(exported)]) == 2
+    assert "network.width: " in capsys.readouterr().err
+    assert az.main(["--config", str(wide), "--init-from", str(tmp_path / "none.msgpack")]) == 2
+    assert "run.init_from: " in capsys.readouterr().err

@@ -3,6 +3,7 @@
     python train/az.py --config configs/quick.yaml
     python train/az.py --config configs/base.yaml --set search.num_simulations=64
     python train/az.py --resume runs/quick          # continue a killed run
+    python train/az.py --config configs/quick.yaml --init-from champion   # warm start
 
 Writes RUN_DIR/config.yaml, RUN_DIR/metrics.jsonl (one record per iteration), TensorBoard
 events when tensorboardX or torch is installed, and orbax checkpoints in RUN_DIR/checkpoints.
@@ -39,6 +40,10 @@ def parse_args(argv=None):
                    help="continue RUN_DIR (default: run.dir) from its newest intact "
                         "checkpoint, writing only there; the run's saved config is used, "
                         "updated by --set")
+    p.add_argument("--init-from", metavar="NETWORK",
+                   help="start a new run from this network with a fresh optimiser: champion, "
+                        "a network file (*.msgpack, the champion's format), a run directory "
+                        "(its best checkpoint) or a checkpoint (sets run.init_from)")
     return p.parse_args(argv)
 
 
@@ -53,12 +58,31 @@ class Resumed(NamedTuple):
 def new_config(args) -> dict:
     if args.config is None:
         raise config_lib.ConfigError("--config: required unless --resume is given")
-    config = config_lib.load_config(args.config, args.set)
+    overrides = list(args.set) + ([f"run.init_from={args.init_from}"] if args.init_from else [])
+    config = config_lib.load_config(args.config, overrides)
     if (pathlib.Path(config["run"]["dir"]) / "checkpoints").is_dir():
         raise config_lib.ConfigError(
             f"run.dir: {config['run']['dir']} already holds checkpoints; "
             f"use --resume, or set another run.dir")
     return config
+
+
+def warm_start(trainer: T.Trainer, config: dict, log) -> T.TrainState:
+    """A new run's state with the network of `run.init_from`, a fresh optimiser and the
+    run's own seed. The network's shape must be the config's."""
+    spec = config["run"]["init_from"]
+    try:
+        params, source = players.load_network(spec)
+    except (OSError, ValueError) as e:  # a network file that is missing or not one
+        raise config_lib.ConfigError(f"run.init_from: {e}") from None
+    for key in config["network"]:
+        if source["network"].get(key) != config["network"][key]:
+            raise config_lib.ConfigError(
+                f"network.{key}: {spec} has {source['network'].get(key)}, the config "
+                f"{config['network'][key]}; set network.{key}={source['network'][key]}")
+    state = trainer.init_state(jax.random.PRNGKey(config["run"]["seed"]))
+    log(f"warm start from {spec}")
+    return trainer.warm_state(state, params)
 
 
 def resume(args, log) -> tuple[dict, Resumed]:
@@ -191,8 +215,9 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
     config_lib.check_devices(config, jax.device_count())
     trainer = T.trainer_for(config)
     if resumed is None:
-        resumed = Resumed(trainer.init_state(jax.random.PRNGKey(config["run"]["seed"])),
-                          0, [], 0.0)
+        state = warm_start(trainer, config, log) if config["run"]["init_from"] else \
+            trainer.init_state(jax.random.PRNGKey(config["run"]["seed"]))
+        resumed = Resumed(state, 0, [], 0.0)
     state, start = resumed.state, resumed.iteration
     ev, iterations = config["evaluation"], config["training"]["iterations"]
     evaluators = {opp: players.evaluator(trainer, opp, ev["games"], ev["num_simulations"],
@@ -248,6 +273,9 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.init_from and args.resume is not None:
+        print("error: --init-from starts a new run; --resume continues one", file=sys.stderr)
+        return 2
     log = lambda line: print(line, flush=True)  # noqa: E731
     try:
         T.maybe_init_distributed()  # a resume restores onto all the devices

@@ -62,6 +62,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "run": {
         "dir": Key("runs/base", str),
         "seed": Key(0, int),
+        # Warm start: the network to start from ("champion", a network file in the
+        # champion's format, a run directory or a checkpoint; "" for a fresh network), with a
+        # fresh optimiser. Used by a new run only: a resumed run continues its checkpoint.
+        "init_from": Key("", str),
     },
     "env": {
         "max_steps": Key(1000, int, _at_least(1)),  # decisions before a game is truncated

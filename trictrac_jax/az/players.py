@@ -43,10 +43,11 @@ def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0, rolls: b
 
 
 def load_network(spec: str):
-    """(params, config) of 'champion' (the shipped network) or of a checkpoint path (a run
-    directory's best checkpoint, or one checkpoint directory)."""
-    if spec == "champion":
-        params, config, _ = champion.load()
+    """(params, config) of 'champion' (the shipped network), of a network file in the
+    champion's format (`*.msgpack`), or of a checkpoint path (a run directory's best
+    checkpoint, or one checkpoint directory)."""
+    if spec == "champion" or spec.endswith(".msgpack"):
+        params, config, _ = champion.load(champion.PATH if spec == "champion" else spec)
         return params, config
     return training.load_params(spec)
 

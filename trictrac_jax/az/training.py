@@ -122,6 +122,13 @@ class Trainer:
                            step=jnp.int32(0), key=k_run)
         return jax.device_put(state, self.replicated)
 
+    def warm_state(self, state: TrainState, params) -> TrainState:
+        """`state` with the network `params` (same shapes) and a fresh optimiser for them."""
+        params = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype), params,
+                              jax.device_get(state.params))
+        state = state.replace(params=params, opt_state=self.optimizer.init(params))
+        return jax.device_put(state, self.replicated)
+
     def abstract_state(self) -> TrainState:
         """Shapes, dtypes and shardings of a TrainState, to restore a checkpoint into."""
         shapes = jax.eval_shape(self.init_state, jax.random.PRNGKey(0))
