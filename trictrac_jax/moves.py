@@ -100,10 +100,10 @@ class Candidates(NamedTuple):
     # borne off).
     pair: jnp.ndarray  # int8[4, N, *lanes]: the pair as generated
     listed: jnp.ndarray  # int8[4, N, *lanes]: the pair as the reference lists it (swapped)
-    first_ok: jnp.ndarray  # uint8: first move possible (exceeding numbers allowed)
-    second_ok: jnp.ndarray  # uint8: second move possible after the first (idem)
+    # uint8: both moves possible (exceeding numbers allowed), and the corner and
+    # opponent-quarter rules hold (one mask: every list reads the three together)
+    possible: jnp.ndarray
     exceeding: jnp.ndarray  # uint8: a move bears off with an exceeding number
-    rules_ok: jnp.ndarray  # uint8: corner and opponent-quarter rules, puissance by effect
     fills: jnp.ndarray  # uint8: after the pair a quarter is filled
     has_exit: jnp.ndarray  # uint8: a move bears off
     exit_outside_ok: jnp.ndarray  # uint8: bear-off rule, all checkers in the last quarter
@@ -180,7 +180,10 @@ def _to_flat(per_slot, per_pass):
     lanes = _lanes(per_slot, 3)
     per_pass = jnp.broadcast_to(per_pass, (2,) + lanes).astype(per_slot.dtype)
     body = per_slot.reshape((2, NUM_FIRST * NUM_SLOTS) + lanes)
-    return jnp.concatenate([body, per_pass[:, None]], axis=1).reshape((NUM_CANDIDATES,) + lanes)
+    # a pad and a select rather than a concatenation: XLA fuses them into the readers
+    padded = jnp.pad(body, [(0, 0), (0, 1)] + [(0, 0)] * len(lanes))
+    last = A.leading(np.arange(PASS_SIZE) == PASS_SIZE - 1, len(lanes))
+    return jnp.where(last, per_pass[:, None], padded).reshape((NUM_CANDIDATES,) + lanes)
 
 
 def _to_slots(flat):
@@ -320,13 +323,11 @@ def candidates(board, dice) -> Candidates:
                             B.at_field(board, puis_pair[0]) == 1)
     outside_ok, farthest_ok = _exit_rules(p, pair, single_first, far_after_first)
     masks = dict(
-        first_ok=_to_flat(first(ok0), puis_ok),
-        second_ok=_to_flat(second_ok, puis_ok),
+        possible=_to_flat(first(ok0) & second_ok, puis_ok) & _pair_rules(p, pair),
         exceeding=_to_flat(col(exc0) | exc1, False),
         has_exit=((t0 == 0) & (f0 != 0)) | ((t1 == 0) & (f1 != 0)),
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
         is_full=_to_flat(jnp.broadcast_to(~is_empty, grid), True),
-        rules_ok=_pair_rules(p, pair),
         fills=_fills(board, after1, from1, count1, landing1, second_ok, to1, puis_pair),
         # (the chained slots of the two passes start from the same field only for doubles,
         # where t0 is the same too)
@@ -435,7 +436,7 @@ def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
     `exact`: the sequences without exceeding numbers, for the bear-off rule (None: ignored).
     """
     lanes = _lanes(c.order, 1)
-    ok = c.first_ok & c.second_ok & c.rules_ok
+    ok = c.possible
     if not with_excess:
         ok &= _not(c.exceeding)
     if filling is not None:
@@ -508,9 +509,10 @@ def move_actions(board, dice, lists: MoveLists):
     games = int(np.prod(lanes))
     c = lists.candidates
     action = jnp.where(lists.legal, encode(dice, c.listed, c.listed_ordinal), 514)
-    action = action.reshape(NUM_CANDIDATES, games)
-    game = jnp.broadcast_to(jnp.arange(games), action.shape)
-    mask = jnp.zeros((514, games), jnp.uint8).at[action, game].set(1, mode="drop")
+    # One flat index per candidate (action-major, games minor; 514: out of range, dropped):
+    # computed inside the scatter, where an (action, game) pair of indices is an array of its own.
+    flat = action.reshape(NUM_CANDIDATES, games) * games + jnp.arange(games)
+    mask = jnp.zeros(514 * games, jnp.uint8).at[flat.ravel()].set(1, mode="drop")
     return mask.reshape((514,) + lanes) != 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -41,7 +42,7 @@ class RollJans(NamedTuple):
     # Details, on the view board (for checking against the reference and for display):
     hit_jan: jnp.ndarray  # int32[24, 3]: hit jan of the move from field f with die 0, die 1,
     #                       both dice (tout d'une); -1 where none
-    hit_to: jnp.ndarray  # int32[24, 3]: its destination field
+    hit_to: jnp.ndarray  # int8[24, 3]: its destination field
     fill_ways: jnp.ndarray  # int32[N]: ways the candidate's listed pair counts as FilledQuarter
     pairs: jnp.ndarray  # int32[13, 4]: the single pair of each jan in PAIR_JANS
     helpless_double: jnp.ndarray  # bool: HelplessMan without any playable sequence
@@ -57,9 +58,10 @@ def _hits(board, dice):
     """
     lanes = board.shape[1:]
     const = lambda values: A.leading([values], len(lanes))  # [1, 3, *lanes]
+    board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)  # narrow [24, 3] arrays
     v0, v1 = dice[0], dice[1]
     steps = jnp.stack([v0, v1, v0 + v1])  # [3, *lanes]
-    to = A.leading(B.FIELDS.astype(jnp.int32), 1 + len(lanes)) + steps[None]  # [24, 3, *lanes]
+    to = A.leading(B.FIELDS, 1 + len(lanes)) + steps[None]  # [24, 3, *lanes]
     target = B.ahead(board, steps, max_steps=12)  # [24, 3, *lanes]
     hit = (board[:, None] > 0) & (to <= 24) & (target == -1)
     hit &= const([True, False, True]) | (v0 != v1)  # a double's two dice: one move
@@ -100,19 +102,30 @@ def _missing_for_quarter(board):
     return n, 6 * quarter + A.lookup(first, quarter) + 1
 
 
-def _filled_quarter_ways(board, dice, lists: M.MoveLists):
-    """int32[N, *lanes]: how many times each quarter-filling sequence is counted.
+def _any_each(masks):
+    """For each of up to 8 masks bool[N, *lanes], whether any candidate is set: bool[*lanes]
+    each, from one pass over the candidates (mask k is bit k of a byte, OR-reduced) where
+    separate reductions would each read the candidates again."""
+    bits = sum(m.astype(jnp.uint8) << k for k, m in enumerate(masks))
+    found = jax.lax.reduce(bits, jnp.uint8(0), jax.lax.bitwise_or, (0,))
+    return [(found >> k) & 1 != 0 for k in range(len(masks))]
 
-    Filling the last 2 missing checkers: every filling sequence counts. The last one: one
-    way per distinct origin of a checker reaching the missing field. Keeping a filled
-    quarter: one way (the reference lists its last sequence).
-    """
+
+class _Filling(NamedTuple):
+    """The quarter-filling sequences of a roll and the origins that can fill the last field."""
+
+    seqs: jnp.ndarray  # uint8[N, *lanes]: the filling sequences, each listed pair once
+    missing: jnp.ndarray  # int32[*lanes]: checkers missing from the quarter (`_missing_for_quarter`)
+    reaches: list  # 5 x bool[N, *lanes]: the sequence brings a checker to the missing field
+    # from the k-th possible origin (each distinct origin once)
+
+
+def _filling(board, dice, lists: M.MoveLists) -> _Filling:
     c = lists.candidates
     listed = c.listed
     seqs = M.first_listed(lists.filling, c)
     n, dest = _missing_for_quarter(board)
     dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see moves.py)
-    order = c.order  # the reference's list order: unique among `seqs`
     # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
     chained = listed[1] == listed[2]
     origin_a = jnp.where(seqs & (listed[1] == dest), listed[0], 0)
@@ -124,15 +137,41 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     # each distinct origin once (v0 == v1 repeats some), fields only
     earlier = A.leading(np.tril(np.ones((5, 5), bool), -1), board.ndim - 1)
     distinct = (possible > 0) & ~jnp.any(earlier & (possible[:, None] == possible[None]), axis=1)
-    # each origin counts once, on the first sequence that brings a checker from it
-    one_missing = jnp.zeros(seqs.shape, jnp.int32)
-    for origin, counts in zip(possible, distinct):  # 5 reductions over [N, *lanes]
-        seen = ((origin_a == origin) | (origin_b == origin)) & counts
+    reaches = [((origin_a == origin) | (origin_b == origin)) & counts
+               for origin, counts in zip(possible, distinct)]
+    return _Filling(seqs, n, reaches)
+
+
+def _filled_quarter_ways(board, dice, lists: M.MoveLists):
+    """int32[N, *lanes]: how many times each quarter-filling sequence is counted.
+
+    Filling the last 2 missing checkers: every filling sequence counts. The last one: one
+    way per distinct origin of a checker reaching the missing field, counted on the first
+    sequence that brings a checker from it. Keeping a filled quarter: one way (the reference
+    lists its last sequence).
+    """
+    f = _filling(board, dice, lists)
+    order = lists.candidates.order  # the reference's list order: unique among `seqs`
+    one_missing = jnp.zeros(f.seqs.shape, jnp.int32)
+    for seen in f.reaches:  # 5 reductions over [N, *lanes]
         first_seen = jnp.min(jnp.where(seen, order, jnp.int16(M.NO_ORDER)), axis=0)
-        one_missing += seqs & (order == first_seen)
-    last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1)), axis=0))
-    ways = jnp.select([n == 0, n == 1, n == 2], [last, one_missing, seqs], jnp.zeros_like(seqs))
+        one_missing += f.seqs & (order == first_seen)
+    last = f.seqs & (order == jnp.max(jnp.where(f.seqs, order, jnp.int16(-1)), axis=0))
+    ways = jnp.select([f.missing == 0, f.missing == 1, f.missing == 2],
+                      [last, one_missing, f.seqs], jnp.zeros_like(f.seqs))
     return ways.astype(jnp.int32)
+
+
+def _filled_quarter_total(board, dice, lists: M.MoveLists):
+    """int32[*lanes]: the sum over the sequences of `_filled_quarter_ways`, without finding
+    which sequence each way is counted on (what scoring needs; one pass over the
+    candidates instead of seven)."""
+    f = _filling(board, dice, lists)
+    some_seq, *reached = _any_each([f.seqs != 0, *f.reaches])
+    one_missing = sum(r.astype(jnp.int32) for r in reached)
+    return jnp.select([f.missing == 0, f.missing == 1, f.missing == 2],
+                      [some_seq.astype(jnp.int32), one_missing,
+                       jnp.sum(f.seqs, axis=0, dtype=jnp.int32)], 0)
 
 
 def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
@@ -201,15 +240,17 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     legal = lists.legal
     seq = lists.candidates.listed
 
-    def playable(die):
+    def plays(die):  # bool[N, *lanes]: a move of the pair plays `die`
         frm, to = seq[0::2], seq[1::2]  # [2, N, *lanes]: both moves of each pair
         doable = ((to == 0) & (25 - frm <= die)) | ((frm < to) & (to - frm == die))
-        return jnp.any(legal & doable, axis=(0, 1))
+        return jnp.any(doable, axis=0)
 
-    none = ~jnp.any(legal, axis=0)
+    is_legal = legal != 0
+    some, plays_v0, plays_v1 = _any_each([is_legal, is_legal & plays(v0), is_legal & plays(v1)])
+    none = ~some
     first = M.earliest(legal, lists.candidates)
     first_seq = jnp.sum(jnp.where(first, seq, 0), axis=1, dtype=seq.dtype)  # [4, *lanes]
-    ok = none | ~playable(v0) | ~playable(v1)
+    ok = none | ~plays_v0 | ~plays_v1
     made[HELPLESS_MAN] = ok, tuple(jnp.where(none, 0, first_seq))
 
     row = lambda pair: jnp.stack([jnp.broadcast_to(jnp.asarray(x, jnp.int32), lanes) for x in pair])
@@ -220,9 +261,13 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     fill_ways = _filled_quarter_ways(board, dice, lists)
     jan = A.leading(jnp.arange(13), len(lanes))
     ways = present.astype(jnp.int32)
-    ways += jnp.stack([jnp.sum(hit_jan == j, axis=(0, 1), dtype=jnp.int32) if j in HIT_JANS
-                       else jnp.zeros(lanes, jnp.int32) for j in range(13)])
-    ways += jnp.where(jan == FILLED_QUARTER, jnp.sum(fill_ways, axis=0), 0)
+    # The hits of the 4 hit jans counted in one reduction: jan k's count in byte k of an
+    # int32 (at most 72 hits a jan), where 4 sums would each read the hits again.
+    packed = jnp.sum(sum(jnp.where(hit_jan == j, 1 << (8 * k), 0) for k, j in enumerate(HIT_JANS)),
+                     axis=(0, 1), dtype=jnp.int32)
+    hits = {j: (packed >> (8 * k)) & 0xFF for k, j in enumerate(HIT_JANS)}
+    ways += jnp.stack([hits.get(j, jnp.zeros(lanes, jnp.int32)) for j in range(13)])
+    ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, dice, lists), 0)
     double = jnp.where(jan == HELPLESS_MAN, none, v0 == v1)
     values = jnp.where(double, A.leading(JAN_VALUES[:, 1], len(lanes)),
                        A.leading(JAN_VALUES[:, 0], len(lanes))) * ways
@@ -255,17 +300,20 @@ def mark_points(points, holes, can_bredouille, scorer, n, opponent):
     is the scorer himself when the scorer is not the player to move (marking after the
     mover bore off all his checkers), so the scorer then loses his own points.
     """
+    # Per-colour selects rather than `.at[colour].set`: under `vmap` those become scatters,
+    # each a kernel of its own on a GPU, where selects fuse with the rest of the step.
+    colours = jnp.arange(2)
+    is_scorer, is_opponent = colours == scorer, colours == opponent
     total = points[scorer] + n
     games = total // 12
     won = jnp.where(games == 0, 0, jnp.where(can_bredouille[scorer], 2 * games, 2 * games - 1))
     new_hole = won > 0
-    points = points.at[scorer].set(total % 12)
-    holes = holes.at[scorer].add(won)
-    can_bredouille = can_bredouille.at[scorer].set(can_bredouille[scorer] | new_hole)
+    points = jnp.where(is_scorer, total % 12, points)
+    holes = holes + jnp.where(is_scorer, won, 0)
+    can_bredouille = jnp.where(is_scorer, can_bredouille | new_hole, can_bredouille)
     scored = n > 0
-    can_bredouille = can_bredouille.at[opponent].set(
-        jnp.where(scored, new_hole, can_bredouille[opponent]))
-    points = points.at[opponent].set(jnp.where(scored & new_hole, 0, points[opponent]))
+    can_bredouille = jnp.where(is_opponent & scored, new_hole, can_bredouille)
+    points = jnp.where(is_opponent & scored & new_hole, 0, points)
     return points, holes, can_bredouille, new_hole
 
 
