@@ -50,7 +50,7 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
-from trictrac_jax.lanes import computed_once, game_minor
+from trictrac_jax.lanes import append, computed_once, game_minor
 
 NUM_PASSES, NUM_FIRST = 2, 15
 CHAINED_SLOT, EMPTY_SLOT = NUM_FIRST, NUM_FIRST + 1  # second slots after the 15 own fields
@@ -180,10 +180,7 @@ def _to_flat(per_slot, per_pass):
     lanes = _lanes(per_slot, 3)
     per_pass = jnp.broadcast_to(per_pass, (2,) + lanes).astype(per_slot.dtype)
     body = per_slot.reshape((2, NUM_FIRST * NUM_SLOTS) + lanes)
-    # a pad and a select rather than a concatenation: XLA fuses them into the readers
-    padded = jnp.pad(body, [(0, 0), (0, 1)] + [(0, 0)] * len(lanes))
-    last = A.leading(np.arange(PASS_SIZE) == PASS_SIZE - 1, len(lanes))
-    return jnp.where(last, per_pass[:, None], padded).reshape((NUM_CANDIDATES,) + lanes)
+    return append(body, per_pass[:, None], axis=1).reshape((NUM_CANDIDATES,) + lanes)
 
 
 def _to_slots(flat):
