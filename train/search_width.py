@@ -6,6 +6,14 @@ bookkeeping alone (the same search with a model that returns zeros). The fastest
 `--repeats` calls after compilation.
 
     python train/search_width.py --config configs/quick.yaml --games 256
+
+`--agreement`: what a narrower tree changes in play instead: the shipped champion's search
+(stochastic unless --algorithm, no noise, the same keys) at each width against the first
+(widest), on the decisions with a choice of the champion's own games (its raw policy;
+plies 0, 5, ..., 35 of `--games` / 8 games): how many have more legal actions than the
+width, and how many moves differ.
+
+    python train/search_width.py --agreement --widths 128,32,24,16 --simulations 64 --games 512
 """
 from __future__ import annotations
 
@@ -13,8 +21,10 @@ import argparse
 import time
 
 import jax
+import numpy as np
 
 from trictrac_jax.az import config as C
+from trictrac_jax.az import players
 from trictrac_jax.az import network as N
 from trictrac_jax.az import search as S
 from trictrac_jax.agents import random_agent
@@ -41,6 +51,45 @@ def seconds(fn, *args, repeats: int):
     return min(times)
 
 
+def champion_positions(key, games: int):
+    """The champion's decisions with a choice, plies 0, 5, ..., 35 of `games` / 8 games played
+    by its raw policy; and its model and params."""
+    params, config = players.load_network("champion")
+    model = S.model_from_config(config)
+    policy = players.checkpoint_agent(params, config)
+    n = games // 8
+
+    def play(key):
+        def body(states, key):
+            ka, ks = jax.random.split(key)
+            action = jax.vmap(policy)(jax.random.split(ka, n), states)
+            return jax.vmap(model.env.step)(states, action, jax.random.split(ks, n)), states
+        start = jax.vmap(model.env.init)(jax.random.split(key, n))
+        return jax.lax.scan(body, start, jax.random.split(key, 40))[1]
+    seen = jax.tree.map(lambda x: x[::5].reshape((-1,) + x.shape[2:]), jax.jit(play)(key))
+    live = np.asarray(~(seen.terminated | seen.truncated) & (seen.legal_action_mask.sum(-1) > 1))
+    return jax.tree.map(lambda x: x[live], seen), model, params, config
+
+
+def agreement(args):
+    states, model, params, config = champion_positions(jax.random.PRNGKey(7), args.games)
+    legal = np.asarray(states.legal_action_mask.sum(-1))
+    print(f"{legal.size} decisions with a choice; {args.algorithm} search, champion network, "
+          "no noise; moves compared with the first width")
+    print("| simulations | K | decisions with more than K legal actions | moves that differ |\n"
+          "|---|---|---|---|")
+    for sims in args.simulations:
+        moves = []
+        for k in args.widths:
+            search = S.make_search(model, {**config["search"], "algorithm": args.algorithm,
+                                           "num_simulations": sims, "max_actions": k},
+                                   explore=False)
+            moves.append(np.asarray(jax.jit(search)(params, jax.random.PRNGKey(1), states).action))
+            differ = int(np.sum(moves[-1] != moves[0]))
+            print(f"| {sims} | {k} | {np.mean(legal > k):.1%} | {differ} ({differ / legal.size:.1%}) |",
+                  flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -51,7 +100,12 @@ def main(argv=None):
     p.add_argument("--widths", type=lambda s: [int(x) for x in s.split(",")],
                    default=[514, 256, 64])
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--agreement", action="store_true",
+                   help="moves changed by narrower trees (the champion's search), not seconds")
+    p.add_argument("--algorithm", default="stochastic", choices=("stochastic", "gumbel"))
     args = p.parse_args(argv)
+    if args.agreement:
+        return agreement(args)
     config = C.load_config(args.config)
     model = S.model_from_config(config)
     params = N.init_params(model.net, jax.random.PRNGKey(0))
