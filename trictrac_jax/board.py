@@ -14,7 +14,7 @@ import numpy as np
 
 from trictrac_jax.arrays import leading, lookup, prefix_sum, spread
 
-FIELDS = jnp.arange(1, 25, dtype=jnp.int8)  # int8[24]: field numbers (small ints keep
+FIELDS = np.arange(1, 25, dtype=np.int8)  # int8[24]: field numbers (small ints keep
 # the per-candidate arrays narrow, which matters for speed on CPU)
 OWN_CORNER, OPP_CORNER = 12, 13
 QUARTER_STARTS = (1, 7, 13, 19)

@@ -26,6 +26,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
@@ -38,7 +39,7 @@ from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDE
 WINNING_HOLES = 12
 NUM_CHANCE_OUTCOMES = 36
 # Outcome k is the ordered roll (k // 6 + 1, k % 6 + 1).
-CHANCE_DICE = jnp.stack(jnp.divmod(jnp.arange(36, dtype=jnp.int32), 6), -1) + 1
+CHANCE_DICE = np.stack(np.divmod(np.arange(36, dtype=np.int32), 6), -1) + 1
 
 
 def dice_to_outcome(dice):
@@ -59,7 +60,7 @@ class Trictrac:
     num_players = 2
     num_actions = NUM_ACTIONS
     observation_shape = (OBS_SIZE,)
-    chance_probs = jnp.full(NUM_CHANCE_OUTCOMES, 1.0 / NUM_CHANCE_OUTCOMES, jnp.float32)
+    chance_probs = np.full(NUM_CHANCE_OUTCOMES, 1.0 / NUM_CHANCE_OUTCOMES, np.float32)
 
     def __init__(self, max_steps: int | None = 1000):
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
@@ -138,7 +139,7 @@ class Trictrac:
         outcome = jnp.asarray(outcome, jnp.int32)
         valid = (outcome >= 0) & (outcome < NUM_CHANCE_OUTCOMES)
         # an outcome out of range indexes some other outcome's dice: that roll is discarded
-        rolled = self._finish(_roll(state, CHANCE_DICE[outcome]), rolled=True, observed=observed)
+        rolled = self._finish(_roll(state, jnp.asarray(CHANCE_DICE)[outcome]), rolled=True, observed=observed)
         keep = state.replace(rewards=jnp.zeros(2, jnp.float32))
         return jax.tree.map(lambda r, k: jnp.where(state.is_chance & valid, r, k), rolled, keep)
 
@@ -200,7 +201,7 @@ def new_game() -> State:
         current_player=jnp.int32(0), observation=jnp.zeros(OBS_SIZE, jnp.float32),
         rewards=jnp.zeros(2, jnp.float32), terminated=jnp.bool_(False),
         truncated=jnp.bool_(False), legal_action_mask=jnp.zeros(NUM_ACTIONS, bool),
-        is_chance=jnp.bool_(True), _step_count=jnp.int32(0), _board=INITIAL_BOARD,
+        is_chance=jnp.bool_(True), _step_count=jnp.int32(0), _board=jnp.asarray(INITIAL_BOARD),
         _stage=jnp.int32(STAGE_IN_GAME), _turn_stage=jnp.int32(TS_ROLL_DICE),
         _dice=zeros, _points=zeros, _holes=zeros, _can_bredouille=jnp.ones(2, bool),
         _can_big_bredouille=jnp.ones(2, bool), _dice_roll_count=zeros, _dice_points=zeros)
@@ -229,7 +230,7 @@ def _forfeit(state: State) -> State:
 def _pick_up(state: State, reset_points) -> State:
     """A new setting ("relevé"): initial board, roll counts 0, bredouille restored."""
     return state.replace(
-        _board=INITIAL_BOARD, _turn_stage=jnp.int32(TS_ROLL_DICE),
+        _board=jnp.asarray(INITIAL_BOARD), _turn_stage=jnp.int32(TS_ROLL_DICE),
         _points=jnp.where(reset_points, 0, state._points),
         _dice_roll_count=jnp.zeros(2, jnp.int32), _can_bredouille=jnp.ones(2, bool))
 

@@ -25,8 +25,8 @@ JANS = ("FilledQuarter", "TrueHitSmallJan", "TrueHitBigJan", "TrueHitOpponentCor
  TWO_TABLES, MEZEAS, FALSE_HIT_SMALL, FALSE_HIT_BIG, CONTRE_TWO_TABLES, CONTRE_MEZEAS,
  HELPLESS_MAN) = range(13)
 # Points per way: [jan, double roll?].
-JAN_VALUES = jnp.array([[4, 6], [4, 6], [2, 4], [4, 6], [4, 6], [4, 6], [4, 6], [4, 6],
-                        [-4, -6], [-2, -4], [-4, -6], [-4, -6], [-2, -4]], jnp.int32)
+JAN_VALUES = np.array([[4, 6], [4, 6], [2, 4], [4, 6], [4, 6], [4, 6], [4, 6], [4, 6],
+                       [-4, -6], [-2, -4], [-4, -6], [-4, -6], [-2, -4]], np.int32)
 HIT_JANS = (TRUE_HIT_SMALL, TRUE_HIT_BIG, FALSE_HIT_SMALL, FALSE_HIT_BIG)  # see `_hits`
 # Jans made by a single move pair (their `pairs` row in RollJans).
 PAIR_JANS = (TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES, TWO_TABLES, MEZEAS,

@@ -6,7 +6,7 @@ first), 1 = Black (player 2, moves 24 -> 1). Colours never change during a game.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 NUM_ACTIONS = 514  # 0 Roll (never a decision here), 1 Go, 2..513 Move
@@ -18,7 +18,7 @@ NUM_CHECKERS = 15
 STAGE_PRE_GAME, STAGE_IN_GAME, STAGE_ENDED = 0, 1, 2
 TS_ROLL_WAITING, TS_ROLL_DICE, TS_MARK_POINTS, TS_HOLD_OR_GO, TS_MOVE, TS_MARK_ADV_POINTS = range(6)
 
-INITIAL_BOARD = jnp.array([15] + [0] * 22 + [-15], dtype=jnp.int8)  # int8[24]
+INITIAL_BOARD = np.array([15] + [0] * 22 + [-15], dtype=np.int8)  # int8[24]
 
 
 @struct.dataclass

@@ -32,7 +32,7 @@ from trictrac_jax import scoring as S
 from trictrac_jax.agents import random_agent
 from trictrac_jax.lanes import game_minor
 from trictrac_jax.state import TS_HOLD_OR_GO
-from trictrac_jax.tools import bench_gpu
+from trictrac_jax.tools import bench_gpu, gpu_report
 from trictrac_jax.tools.measure import (BACKGAMMON, TRICTRAC, available_envs, code_version,
                                         fastest_calls, game_lengths, in_fresh_process, log,
                                         make_env, measure_search, measure_selfplay, table,
@@ -308,6 +308,13 @@ def parse_args(argv):
                    help="the GPU figures instead, on whatever device JAX runs on (see "
                         "trictrac_jax/bench_gpu.py; sized for it, --quick: the smallest); "
                         "uses --quick, --no-pgx, --output, --budget-seconds only")
+    p.add_argument("--h100", action="store_true",
+                   help="the program an H100 would run, compiled and read on this machine (no "
+                        "GPU needed; gpu_report.py): random play, a base.yaml search and "
+                        "training iteration; writes docs/gpu-program.md and .json; uses "
+                        "--no-pgx, --output, --h100-games only")
+    p.add_argument("--h100-games", type=lambda s: [int(b) for b in s.split(",")],
+                   help="--h100: random play's game counts (default 1024,8192,32768,131072)")
     p.add_argument("--budget-seconds", type=float, default=360.0,
                    help="--gpu: skip random-play and self-play rows that would start after "
                         "this many seconds (default 360; the split and the rows under way "
@@ -369,6 +376,8 @@ def main(argv=None):
     command = shlex.join(["python", "-m", "trictrac_jax.tools.bench", *argv])
     if args.gpu:
         return bench_gpu.run(args, command)
+    if args.h100:
+        return gpu_report.run(args, command)
     load_at_start = os.getloadavg()[0]
     names, notes = available_envs(args.no_pgx)
     lengths = mean_game_lengths(names, args.length_games)

@@ -84,7 +84,7 @@ def kernels() -> Kernels:
 def _roll(env: Trictrac, state: State, outcome) -> Roll:
     """Score the dice of chance outcome `outcome` for the player to roll, as the engine does
     on his view before the roll is applied (as verify.py), then apply it."""
-    jans, listed = S.roll_details(state, CHANCE_DICE[outcome])
+    jans, listed = S.roll_details(state, jnp.asarray(CHANCE_DICE)[outcome])
     return Roll(jans, listed, env.chance_step(state, outcome))
 
 

@@ -1,0 +1,94 @@
+"""The program an H100 would run, compiled on this CPU (no GPU; the CUDA compiler plugin of
+the `test` extra): the reader counts what it should, and the project's GPU programs keep
+what must hold there. A missing plugin fails these tests: it is an install error."""
+import json
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from trictrac_jax.tools import gpu_program as G
+
+import trictrac_jax as tt
+
+GAMES = 256
+
+
+@pytest.fixture(autouse=True)
+def gpu_rules(monkeypatch):
+    """The engine's accelerator rules, as an H100 runs it (read when tracing)."""
+    monkeypatch.setenv("TRICTRAC_LANES", "gpu")
+
+
+def compiled(fn, *args):
+    return G.read(G.compile_for(G.H100, fn, *args))
+
+
+def test_reader_counts_loops_syncs_and_in_place_bytes():
+    x = jnp.zeros((1024, 1024), jnp.float32)  # 4 MiB
+
+    def known_trips(x):  # 7 iterations of one elementwise kernel, trip count known
+        return jax.lax.fori_loop(0, 7, lambda i, y: jnp.sin(y) * 1.5, x)
+
+    def unknown_trips(x):  # a loop on the data: the host reads each condition
+        return jax.lax.while_loop(lambda y: jnp.max(y) < 100.0, lambda y: jnp.sin(y) * 2 + 1, x)
+
+    def rows(x):  # 50 rows written in place into the loop's buffer
+        row = jnp.ones((1, 1024), jnp.float32)
+        return jax.lax.fori_loop(
+            0, 50, lambda i, y: jax.lax.dynamic_update_slice(y, row * i, (i, 0)), x)
+
+    loop = compiled(known_trips, x)
+    assert loop.host_syncs == 0 and loop.kernels >= 7
+    assert loop.bytes >= 7 * 2 * x.nbytes  # each trip reads and writes the whole array
+    data = compiled(unknown_trips, x)
+    assert data.host_syncs == 1
+    written = compiled(rows, x)
+    assert written.kernels >= 50
+    assert written.bytes < 3 * x.nbytes  # a row a trip (and a copy of the input), not the array
+    # the model charges each host sync on top of the kernels and bytes
+    synced = G.H100_MODEL.seconds(data) - G.H100_MODEL.seconds(data._replace(host_syncs=0))
+    assert synced == pytest.approx(G.H100_MODEL.seconds_per_host_sync)
+
+
+def states(games=GAMES):
+    return jax.eval_shape(lambda k: jax.vmap(tt.Trictrac().init)(jax.random.split(k, games)),
+                          jax.random.PRNGKey(0))
+
+
+@pytest.mark.parametrize("part", ["step", "step_deterministic", "chance_step"])
+def test_engine_launches_no_loop_of_unknown_length(part):
+    """On a GPU a loop of unknown length makes the host wait for every iteration (68ff02b
+    had 6 a step): the engine's steps have none, and stay within about 1.5x of their
+    kernels (109 for `step` in the random-play loop at 8,192 games at 59894ba)."""
+    env = tt.Trictrac()
+    actions = jax.ShapeDtypeStruct((GAMES,), jnp.int32)
+    keys = jax.ShapeDtypeStruct((GAMES, 2), jnp.uint32)
+    calls = {"step": (lambda s, a, k: jax.vmap(env.step)(s, a, k), (states(), actions, keys)),
+             "step_deterministic": (lambda s, a: jax.vmap(env.step_deterministic)(s, a),
+                                    (states(), actions)),
+             "chance_step": (lambda s, o: jax.vmap(env.chance_step)(s, o), (states(), actions))}
+    fn, args = calls[part]
+    program = compiled(fn, *args)
+    assert program.host_syncs == 0
+    assert 10 < program.kernels <= 160
+
+
+def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
+    """`bench --h100` writes its report; in it configs/base.yaml on an H100: one search
+    within the kernels and host syncs measured at 6f2fd3a (15,059 kernels, 130 syncs; bounds
+    1.3x), and one training iteration (64 searches, 128 updates, the replay buffer of 1M
+    decisions) in the GPU's 80 GB."""
+    from trictrac_jax.tools import bench
+    out = tmp_path / "gpu.md"
+    result = bench.main(["--h100", "--h100-games", "64", "--no-pgx", "--output", str(out)])
+    text = out.read_text()
+    assert text.startswith("# The GPU program") and "H100 estimate (compiled program" in text
+    assert json.loads(out.with_suffix(".json").read_text())["search"] == result["search"]
+    (row,) = result["random_play"]
+    assert row["env"] == "trictrac" and row["host_syncs"] == 0 and row["estimated_us"] > 0
+    search, iteration = result["search"], result["iteration"]
+    assert 0 < search["host_syncs"] <= 170
+    assert 5_000 < search["kernels"] <= 20_000
+    assert 1.0 < iteration["memory_gb"] <= G.H100_MEMORY_BYTES / 1e9
+    assert iteration["kernels"] > 64 * search["kernels"] * 0.9  # the 64 searches are there

@@ -1,0 +1,291 @@
+"""The program XLA builds for an accelerator that is not here, compiled on this CPU and read.
+
+Given a device's description, XLA compiles for it without it: the CUDA 12 compiler plugin of
+the installed jax (`jax-cuda12-plugin`, `jax-cuda12-pjrt`) for an H100, `libtpu` for a TPU
+v5e chip. The optimised program says what one call does on that device:
+
+* kernels: launches of one call (fusions, library calls, copies, sorts, ...), the bodies of
+  loops counted by their known trip counts (`Program.kernels`);
+* host syncs: iterations of while loops whose trip count is unknown when compiling; on a GPU
+  the host reads each iteration's condition before launching the next (a loop of unknown
+  length is counted once, so this is a lower bound);
+* bytes: what the kernels read and write, an in-place update counted by the part it writes
+  and an input read through a slice by the part it reads (an estimate of memory traffic);
+* device memory: XLA's own figure (arguments, outputs and temporaries).
+
+Kernels, host syncs and memory are facts of the compiled program; bytes are an estimate, and
+`H100_MODEL` turns the three counts into seconds with constants fitted to H100 measurements
+(docs/gpu-program.md: the model and its calibration). Every figure from here is an estimate
+of the compiled program, never a measurement.
+
+    from trictrac_jax.tools import gpu_program as G
+    program = G.read(G.compile_for(G.H100, fn, *example_args))
+    print(program.kernels, program.host_syncs, program.bytes, G.H100_MODEL.seconds(program))
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from typing import NamedTuple
+
+# The CUDA plugin checks the CUDA runtime's version when JAX starts its backends, and fails
+# where there is none; compiling needs no runtime. (Read when the backends start: this
+# module must be imported before the first JAX computation, or JAX_PLATFORMS=cpu be set.)
+os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+# libtpu would ask a TPU VM's metadata server (absent here) which chips and hosts it has.
+os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+
+import jax  # noqa: E402
+from jax.experimental import topologies  # noqa: E402
+from jax.sharding import SingleDeviceSharding  # noqa: E402
+
+# An H100 SXM (80 GB HBM3) as XLA's GPU compiler describes a device: 132 SMs of compute
+# capability 9.0 at 1.98 GHz, 3.35 TB/s, 50 MB of L2; CUDA 12.8, cuDNN 9.7.
+H100_CONFIG = """
+gpu_device_info {
+  threads_per_block_limit: 1024 threads_per_warp: 32 shared_memory_per_block: 49152
+  shared_memory_per_core: 233472 threads_per_core_limit: 2048 core_count: 132
+  fpus_per_core: 128 block_dim_limit_x: 2147483647 block_dim_limit_y: 65535
+  block_dim_limit_z: 65535 memory_bandwidth: 3352320000000 l2_cache_size: 52428800
+  clock_rate_ghz: 1.98 device_memory_size: 84929347584
+  shared_memory_per_block_optin: 232448 cuda_compute_capability { major: 9 }
+  registers_per_core_limit: 65536 registers_per_block_limit: 65536
+}
+platform_name: "CUDA"
+dnn_version_info { major: 9 minor: 7 }
+runtime_version { major: 12 minor: 8 }
+"""
+H100_MEMORY_BYTES = 80 * 10**9
+
+
+class Target(NamedTuple):
+    """A device to compile for: `jax.experimental.topologies` arguments."""
+
+    name: str
+    platform: str  # "cuda" or "tpu"
+    topology: str
+    config: str | None = None  # the GPU's description (text proto)
+
+
+H100 = Target("H100", "cuda", "1x1x1", H100_CONFIG)
+# libtpu describes whole hosts (2x2 chips for v5e); a program compiled for one of its
+# devices is one chip's program.
+TPU_V5E = Target("TPU v5e", "tpu", "v5e:2x2")
+TPU_V5E_MEMORY_BYTES = 16 * 2**30
+
+_DEVICES: dict = {}
+
+
+def device(target: Target):
+    """The compile-only device of `target` (made once per process)."""
+    if target not in _DEVICES:
+        # libtpu takes the topology by name; the CUDA plugin as an option beside the GPU's
+        # description.
+        args, kwargs = ((target.topology,), {}) if target.platform == "tpu" else (
+            (), {"topology": target.topology, "target_config": target.config})
+        try:
+            topology = topologies.get_topology_desc(*args, platform=target.platform, **kwargs)
+        except Exception as e:  # jax raises several kinds; all mean the same here
+            raise RuntimeError(
+                f"cannot compile for {target.name}: {type(e).__name__}: {e}. The compiler "
+                f"plugin comes with the test extra (pip install -e '.[test]'); import "
+                f"trictrac_jax.tools.gpu_program before any JAX computation, or set "
+                f"JAX_PLATFORMS=cpu") from None
+        _DEVICES[target] = topology.devices[0]
+    return _DEVICES[target]
+
+
+def compile_for(target: Target, fn, *args, donate_argnums=()):
+    """`jax.jit(fn)` compiled for `target`, for arguments shaped like `args` (arrays or
+    ShapeDtypeStructs); `donate_argnums` as the program is run (updated in place)."""
+    sharding = SingleDeviceSharding(device(target))
+    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
+                            args)
+    return jax.jit(fn, donate_argnums=donate_argnums).lower(*abstract).compile()
+
+
+# --- reading the optimised HLO ----------------------------------------------------------
+
+_ITEMSIZE = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4,
+             "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+_ARRAY = re.compile(r"\b(" + "|".join(_ITEMSIZE) + r")\[([\d,]*)\]")
+_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s+\(.*\)\s+->\s+.*\{$")
+_INSTRUCTION = re.compile(r"^(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.+?)\s+([a-z][\w\-]*)\((.*)$")
+# Instructions that launch nothing: bookkeeping, and the control flow whose computations
+# are read instead.
+_FREE = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all",
+         "partition-id", "replica-id", "opt-barrier", "add-dependency", "domain",
+         "while", "conditional", "call", "copy-done", "send-done", "recv-done"}
+_SLICING = {"slice", "dynamic-slice", "gather"}
+# Updates of a buffer in place: which operand holds the values written.
+_IN_PLACE = {"dynamic-update-slice": 1, "scatter": 2}
+
+
+def _bytes(shape_text: str) -> int:
+    total = 0
+    for dtype, dims in _ARRAY.findall(shape_text):
+        n = 1
+        for d in filter(None, dims.split(",")):
+            n *= int(d)
+        total += n * _ITEMSIZE[dtype]
+    return total
+
+
+class _Instr(NamedTuple):
+    name: str
+    shape: str
+    op: str
+    operands: list[str]
+    attrs: str
+    index: int  # a parameter's number (-1 for other instructions)
+
+
+def _operands(rest: str) -> tuple[list[str], str]:
+    """The operand names of an instruction's argument text, and the attributes after it."""
+    depth = 0
+    for i, ch in enumerate(rest):
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            if depth == 0:
+                return re.findall(r"%([\w.\-]+)", rest[:i]), rest[i + 1:]
+            depth -= 1
+    return re.findall(r"%([\w.\-]+)", rest), ""
+
+
+def _parse(hlo: str) -> tuple[dict[str, list[_Instr]], str]:
+    computations, current, entry = {}, None, None
+    for line in hlo.splitlines():
+        line = line.strip()
+        header = _HEADER.match(line)
+        if header and " = " not in line.split("(")[0]:
+            current = computations.setdefault(header.group(2), [])
+            entry = header.group(2) if header.group(1) else entry
+        elif line == "}":
+            current = None
+        elif current is not None and (m := _INSTRUCTION.match(line)):
+            operands, attrs = _operands(m.group(4))
+            number = re.match(r"\s*(\d+)\)", m.group(4)) if m.group(3) == "parameter" else None
+            current.append(_Instr(m.group(1), m.group(2), m.group(3), operands, attrs,
+                                  int(number.group(1)) if number else -1))
+    return computations, entry
+
+
+def _called(attrs: str, key: str) -> list[str]:
+    m = re.search(key + r"=\{?([%\w.\-, ]+)\}?", attrs)
+    return re.findall(r"%?([\w.\-]+)", m.group(1)) if m else []
+
+
+def _trip_count(attrs: str) -> int | None:
+    m = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', attrs)
+    return int(m.group(1)) if m else None
+
+
+def _kernel_bytes(instr: _Instr, shapes: dict[str, str], computations) -> int:
+    """Bytes a kernel reads and writes (see the module's docstring)."""
+    out = _bytes(instr.shape)
+    reads = {name: _bytes(shapes.get(name, "")) for name in instr.operands}
+    body = computations.get(next(iter(_called(instr.attrs, "calls")), ""), [])
+    if body:  # a fusion: what it does with each of its parameters
+        local = {i.name: i for i in body}
+        users: dict[str, list[_Instr]] = {}
+        for i in body:
+            for o in i.operands:
+                users.setdefault(o, []).append(i)
+        root = body[-1]
+        for i in body:
+            if i.op != "parameter" or i.index >= len(instr.operands):
+                continue
+            outside = instr.operands[i.index]
+            uses = users.get(i.name, [])
+            if uses and all(u.op in _SLICING and u.operands[0] == i.name for u in uses):
+                reads[outside] = sum(_bytes(u.shape) for u in uses)  # read through slices
+            if root.op in _IN_PLACE and root.operands[0] == i.name:
+                reads[outside] = 0  # updated in place: only the updates are written
+                update = local.get(root.operands[_IN_PLACE[root.op]])
+                out = _bytes(update.shape) if update else out
+    elif instr.op in _IN_PLACE and len(instr.operands) > _IN_PLACE[instr.op]:
+        reads[instr.operands[0]] = 0
+        out = _bytes(shapes.get(instr.operands[_IN_PLACE[instr.op]], ""))
+    return out + sum(reads.values())
+
+
+class Program(NamedTuple):
+    """What one call of a compiled program does (see the module's docstring)."""
+
+    kernels: float
+    host_syncs: float
+    bytes: float
+    memory_bytes: int  # arguments + outputs (less those donated) + temporaries
+    costliest: list  # (bytes a call, kernel's name, its shape), the most bytes first
+
+    def per(self, n: float) -> "Program":
+        """The counts per one of `n` (e.g. per step of a loop of n steps)."""
+        return self._replace(kernels=self.kernels / n, host_syncs=self.host_syncs / n,
+                             bytes=self.bytes / n)
+
+
+def read(compiled, top: int = 10) -> Program:
+    """The `Program` of a compiled executable (from `compile_for`)."""
+    computations, entry = _parse(compiled.as_text())
+    shapes = {i.name: i.shape for body in computations.values() for i in body}
+    kernels = Counter()
+    costs = Counter()
+    totals = {"syncs": 0.0}
+
+    def walk(name: str, times: float):
+        for instr in computations.get(name, []):
+            if instr.op == "while":
+                trips = _trip_count(instr.attrs)
+                if trips is None:
+                    totals["syncs"] += times
+                for key in ("condition", "body"):
+                    for sub in _called(instr.attrs, key):
+                        walk(sub, times * (trips or 1))
+            elif instr.op in ("conditional", "call"):
+                for key in ("branch_computations", "true_computation", "false_computation",
+                            "to_apply"):
+                    for sub in _called(instr.attrs, key):
+                        walk(sub, times)
+            elif instr.op not in _FREE:
+                kernels[instr.name] += times
+                costs[(instr.name, instr.shape)] += times * _kernel_bytes(instr, shapes,
+                                                                          computations)
+
+    walk(entry, 1.0)
+    memory = compiled.memory_analysis()
+    # Outputs written into donated arguments are counted once.
+    memory_bytes = 0 if memory is None else (memory.argument_size_in_bytes
+                                             + memory.output_size_in_bytes
+                                             - memory.alias_size_in_bytes
+                                             + memory.temp_size_in_bytes)
+    ranked = sorted(((b, name, shape) for (name, shape), b in costs.items()), reverse=True)
+    return Program(kernels=float(sum(kernels.values())), host_syncs=totals["syncs"],
+                   bytes=float(sum(costs.values())), memory_bytes=memory_bytes,
+                   costliest=ranked[:top])
+
+
+class TimeModel(NamedTuple):
+    """Seconds = kernels x launch + host syncs x sync + bytes / bandwidth (an estimate)."""
+
+    seconds_per_kernel: float
+    seconds_per_host_sync: float
+    bytes_per_second: float
+
+    def seconds(self, p: Program) -> float:
+        return (p.kernels * self.seconds_per_kernel + p.host_syncs * self.seconds_per_host_sync
+                + p.bytes / self.bytes_per_second)
+
+
+# Fitted to random play measured on one H100 (jax 0.11.2, trictrac-jax at 68ff02b and pgx
+# backgammon, 1,024 to 131,072 games): within -9% to +14% of every measurement; for a
+# search it ran 1.44x slow (docs/gpu-program.md, "The model").
+H100_MODEL = TimeModel(seconds_per_kernel=1.8e-6, seconds_per_host_sync=22e-6,
+                       bytes_per_second=1.15e12)
+
+
+def summary(p: Program) -> str:
+    return json.dumps({"kernels": p.kernels, "host_syncs": p.host_syncs, "bytes": p.bytes,
+                       "memory_bytes": p.memory_bytes})
