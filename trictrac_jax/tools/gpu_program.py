@@ -36,6 +36,8 @@ from typing import NamedTuple
 os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
 # libtpu would ask a TPU VM's metadata server (absent here) which chips and hosts it has.
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+# ... and lock the chips for one process; compiling uses none, so processes may share it.
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 import jax  # noqa: E402
 from jax.experimental import topologies  # noqa: E402

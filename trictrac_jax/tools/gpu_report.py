@@ -31,8 +31,11 @@ from trictrac_jax.az import training as T
 from trictrac_jax.tools import gpu_program as G
 from trictrac_jax.tools import measure
 
-BASE_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "base.yaml"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+BASE_CONFIG = CONFIGS / "base.yaml"
+TPU_CONFIG = CONFIGS / "tpu.yaml"
 GAMES = (1024, 8192, 32768, 131072)
+TPU_GAMES = (1024,)
 RANDOM_STEPS = 32
 
 
@@ -84,21 +87,21 @@ def iteration_program(trainer: T.Trainer, target: G.Target = G.H100) -> G.Progra
                                 jax.random.PRNGKey(2), donate_argnums=(0, 1, 2)))
 
 
-def random_rows(names, games_list, log):
+def random_rows(names, games_list, log, target: G.Target = G.H100):
     rows = []
     for games in games_list:
         for name in names:
-            log(f"random play: {name}, {games} games")
+            log(f"random play for {target.name}: {name}, {games} games")
             start = time.perf_counter()
-            program = G.read(G.compile_for(G.H100, random_play(measure.make_env(name), games),
+            program = G.read(G.compile_for(target, random_play(measure.make_env(name), games),
                                            jax.random.PRNGKey(0))).per(RANDOM_STEPS)
-            seconds = G.H100_MODEL.seconds(program)
-            rows.append({"env": name, "games": games, "kernels": program.kernels,
-                         "host_syncs": program.host_syncs,
-                         "bytes_per_game_step": program.bytes / games,
-                         "memory_gb": program.memory_bytes / 1e9,
-                         "estimated_us": seconds * 1e6, "estimated_steps_per_s": games / seconds,
-                         "compile_s": time.perf_counter() - start})
+            row = {"env": name, "games": games, "kernels": program.kernels,
+                   "host_syncs": program.host_syncs, "memory_gb": program.memory_bytes / 1e9}
+            if target == G.H100:  # the time model is the H100's; none for a TPU
+                seconds = G.H100_MODEL.seconds(program)
+                row.update(bytes_per_game_step=program.bytes / games,
+                           estimated_us=seconds * 1e6, estimated_steps_per_s=games / seconds)
+            rows.append(row | {"compile_s": time.perf_counter() - start})
     return rows
 
 
@@ -109,6 +112,10 @@ def program_record(program: G.Program, unit: float) -> dict:
             "estimated_s": seconds, "estimated_per_s": unit / seconds,
             "costliest": [{"bytes": b, "kernel": name, "shape": shape[:120]}
                           for b, name, shape in program.costliest[:5]]}
+
+
+def tpu_record(program: G.Program) -> dict:
+    return {"operations": program.kernels, "memory_gb": program.memory_bytes / 1e9}
 
 
 def markdown(result: dict) -> str:
@@ -148,6 +155,19 @@ def markdown(result: dict) -> str:
                   "| bytes a call | kernel | shape |", "|---|---|---|"]
         lines += [f"| {k['bytes'] / 1e9:.2f} GB | `{k['kernel']}` | `{k['shape']}` |"
                   for k in r["costliest"]]
+    t = result["tpu"]
+    lines += ["", "## TPU v5e: what the compiled program says (no time)", "",
+              "Compiled for one v5e chip (16 GB) by libtpu on this CPU. XLA's cost analysis "
+              "for a TPU gives no usable time, so there is none here: the figures are the "
+              "compiled program's own (device memory; top-level operations, mostly fusions, "
+              "the bodies of loops counted by their trip counts).", "",
+              "| program | operations | device memory |", "|---|---|---|"]
+    lines += [f"| random play, {r['env']}, {r['games']:,} games, per step | "
+              f"{r['kernels']:.1f} | {r['memory_gb']:.2f} GB |" for r in t["random_play"]]
+    lines += [f"| configs/tpu.yaml, one search ({t['search_what']}) | "
+              f"{t['search']['operations']:,.0f} | {t['search']['memory_gb']:.2f} GB |",
+              f"| configs/tpu.yaml, one training iteration ({t['iteration_what']}) | "
+              f"{t['iteration']['operations']:,.0f} | {t['iteration']['memory_gb']:.2f} GB |"]
     lines += ["", "## The model", "",
               f"estimated seconds = {m.seconds_per_kernel * 1e6:.1f} µs × kernels + "
               f"{m.seconds_per_host_sync * 1e6:.0f} µs × host syncs + bytes / "
@@ -181,9 +201,25 @@ CALIBRATION = [
 ]
 
 
+def searched(config: dict) -> str:
+    s = config["search"]
+    return (f"{config['selfplay']['batch_size']:,} games, {s['num_simulations']} simulations, "
+            f"{s['algorithm']}, {s['max_actions']} action slots")
+
+
+def iterated(config: dict) -> str:
+    sp, tc = config["selfplay"], config["training"]
+    return (f"{sp['steps_per_iteration']} self-play decisions of {sp['batch_size']:,} games (a "
+            f"search each), then {tc['updates_per_iteration']} updates of "
+            f"{tc['batch_size']:,} decisions, replay capacity {config['replay']['capacity']:,}")
+
+
 def run(args, command) -> dict:
     """Compile, print the report and write it (markdown, JSON beside it)."""
     os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator rules, as an H100 runs it
+    # Compile-only devices need no backend: none is looked for (a CUDA or TPU one would fail
+    # here, noisily).
+    jax.config.update("jax_platforms", "cpu")
     start = time.perf_counter()
     names, notes = measure.available_envs(args.no_pgx)
     games = args.h100_games or list(GAMES)
@@ -195,18 +231,19 @@ def run(args, command) -> dict:
     measure.log("one training iteration of configs/base.yaml")
     decisions = sp["batch_size"] * sp["steps_per_iteration"]
     iteration = program_record(iteration_program(trainer), decisions)
-    s, tc = trainer.config["search"], trainer.config["training"]
+    tpu_trainer = trainer_on(G.TPU_V5E, TPU_CONFIG)
+    measure.log("configs/tpu.yaml for a TPU v5e: one search, one training iteration")
+    tpu = {"random_play": random_rows(names, TPU_GAMES, measure.log, G.TPU_V5E),
+           "search": tpu_record(search_program(tpu_trainer, G.TPU_V5E)),
+           "iteration": tpu_record(iteration_program(tpu_trainer, G.TPU_V5E)),
+           "search_what": searched(tpu_trainer.config),
+           "iteration_what": iterated(tpu_trainer.config)}
     result = {
         "command": command, "code": measure.code_version(), "jax": jax.__version__,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "random_play": rows, "search": search, "iteration": iteration, "notes": notes,
-        "search_what": (f"{sp['batch_size']:,} games, {s['num_simulations']} simulations, "
-                        f"{s['algorithm']}, {s['max_actions']} action slots: one self-play "
-                        "decision of every game."),
-        "iteration_what": (f"{sp['steps_per_iteration']} self-play decisions of "
-                           f"{sp['batch_size']:,} games (a search each), then "
-                           f"{tc['updates_per_iteration']} updates of {tc['batch_size']:,} "
-                           f"decisions, replay capacity {trainer.config['replay']['capacity']:,}."),
+        "random_play": rows, "search": search, "iteration": iteration, "tpu": tpu,
+        "notes": notes, "search_what": searched(trainer.config) + ": one self-play decision "
+        "of every game.", "iteration_what": iterated(trainer.config) + ".",
         "model": G.H100_MODEL._asdict()}
     result["seconds"] = time.perf_counter() - start
     output = args.output or Path("docs/gpu-program.md")
