@@ -19,12 +19,11 @@ Kernels, host syncs and memory are facts of the compiled program; bytes are an e
 of the compiled program, never a measurement.
 
     from trictrac_jax.tools import gpu_program as G
-    program = G.read(G.compile_for(G.H100, fn, *example_args))
-    print(program.kernels, program.host_syncs, program.bytes, G.H100_MODEL.seconds(program))
+    program = G.read(G.compile_for(G.H100, fn, *example_args), top=10)
+    print(G.summary(program.per(steps)))   # per step of a loop of `steps`
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -226,7 +225,8 @@ class Program(NamedTuple):
     def per(self, n: float) -> "Program":
         """The counts per one of `n` (e.g. per step of a loop of n steps)."""
         return self._replace(kernels=self.kernels / n, host_syncs=self.host_syncs / n,
-                             bytes=self.bytes / n)
+                             bytes=self.bytes / n,
+                             costliest=[(b / n, k, s) for b, k, s in self.costliest])
 
 
 def read(compiled, top: int = 10) -> Program:
@@ -288,6 +288,12 @@ H100_MODEL = TimeModel(seconds_per_kernel=1.8e-6, seconds_per_host_sync=22e-6,
                        bytes_per_second=1.15e12)
 
 
-def summary(p: Program) -> str:
-    return json.dumps({"kernels": p.kernels, "host_syncs": p.host_syncs, "bytes": p.bytes,
-                       "memory_bytes": p.memory_bytes})
+def summary(p: Program, model: TimeModel | None = H100_MODEL) -> str:
+    """The program in a few lines, its costliest kernels last (for probing from Python)."""
+    lines = [f"kernels {p.kernels:,.1f}, host syncs {p.host_syncs:,.1f}, bytes (estimate) "
+             f"{p.bytes:,.0f}, device memory {p.memory_bytes / 1e9:.3f} GB"]
+    if model is not None:
+        lines.append(f"H100 estimate (compiled program, model in docs/gpu-program.md): "
+                     f"{model.seconds(p) * 1e6:,.1f} µs")
+    lines += [f"  {b:>16,.0f} bytes  {name}  {shape[:100]}" for b, name, shape in p.costliest]
+    return "\n".join(lines)
