@@ -78,7 +78,8 @@ def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
     """`bench --h100` writes its report; in it configs/base.yaml on an H100: one search
     within the kernels and host syncs measured at 6f2fd3a (15,059 kernels, 130 syncs; bounds
     1.3x), and one training iteration (64 searches, 128 updates, the replay buffer of 1M
-    decisions) in the GPU's 80 GB."""
+    decisions) in the GPU's 80 GB; and configs/tpu.yaml compiled for one TPU v5e chip, its
+    training iteration in the chip's 16 GB."""
     from trictrac_jax.tools import bench
     out = tmp_path / "gpu.md"
     result = bench.main(["--h100", "--h100-games", "64", "--no-pgx", "--output", str(out)])
@@ -92,3 +93,8 @@ def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
     assert 5_000 < search["kernels"] <= 20_000
     assert 1.0 < iteration["memory_gb"] <= G.H100_MEMORY_BYTES / 1e9
     assert iteration["kernels"] > 64 * search["kernels"] * 0.9  # the 64 searches are there
+    tpu = result["tpu"]
+    (row,) = tpu["random_play"]
+    assert row["games"] == 64 and row["kernels"] > 0 and "estimated_us" not in row
+    assert tpu["search"]["operations"] > 0
+    assert 0 < tpu["iteration"]["memory_gb"] <= G.TPU_V5E_MEMORY_BYTES / 1e9
