@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
 import os
 import time
 from pathlib import Path
@@ -352,11 +351,6 @@ def run(args, command):
               "device": device_record(load_at_start), "random_play": random_rows,
               "split": split_record(config, rows, search_s), "selfplay": selfplay,
               "notes": notes + skipped + skipped_selfplay}
-    output = args.output or Path(f"docs/benchmarks-{result['device']['platform']}.md")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    text = markdown(result)
-    output.write_text(text)
-    output.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    measure.log(f"wrote {output} and {output.with_suffix('.json')}")
-    print(text, flush=True)
+    measure.write_report(args.output or Path(f"docs/benchmarks-{result['device']['platform']}.md"),
+                         markdown(result), result)
     return result

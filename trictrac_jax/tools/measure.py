@@ -6,6 +6,7 @@ these, so that both time the same loop the same way.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import multiprocessing
 import subprocess
 import sys
@@ -217,3 +218,12 @@ def available_envs(no_pgx):
         return [TRICTRAC], ["pgx backgammon: skipped, pgx is not installed "
                             "(`pip install pgx==2.6.0`)."]
     return [TRICTRAC, BACKGAMMON], []
+
+
+def write_report(output: Path, text: str, result: dict):
+    """Write a report: markdown at `output`, `result` as JSON beside it; print the text."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text)
+    output.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    log(f"wrote {output} and {output.with_suffix('.json')}")
+    print(text, flush=True)
