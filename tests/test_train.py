@@ -418,9 +418,9 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
         assert jax.tree.structure(state.opt_state) == jax.tree.structure(fresh.opt_state)
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.opt_state),
                                                         jax.tree.leaves(fresh.opt_state)))
-        az.train(config, log=lambda line: None)  # and trains from there
-        saved = yaml.safe_load((pathlib.Path(config["run"]["dir"]) / "config.yaml").read_text())
-        assert saved["run"]["init_from"] == spec
+    az.train(config, log=lambda line: None)  # and a run trains from there
+    saved = yaml.safe_load((pathlib.Path(config["run"]["dir"]) / "config.yaml").read_text())
+    assert saved["run"]["init_from"] == spec
     wide = tmp_path / "wide.yaml"
     wide.write_text(yaml.safe_dump({**TINY, "network": {"width": 32, "blocks": 1},
                                     "run": {"dir": str(tmp_path / "wide")}}))
