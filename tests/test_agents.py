@@ -12,7 +12,7 @@ import trictrac_jax as tt
 from trictrac_jax import lanes
 from trictrac_jax.agents import first_agent, greedy_agent, random_agent, score_lead
 from trictrac_jax.az.checkpoint import CheckpointError
-from trictrac_jax.az.players import checkpoint_agent, load_agent
+from trictrac_jax.az.players import Play, checkpoint_agent, load_agent, split_spec
 from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO
 from tests.test_search import random_play
 
@@ -149,7 +149,8 @@ def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
     batch, count = mixed_batch(positions, 24)
     top_k = 16
     assert np.minimum(count[:24], top_k).sum() > lanes.CANDIDATES_PER_GAME * len(count)
-    assert_batch_plays_as_each_state(load_agent("champion", lookahead=top_k, rolls=rolls), batch)
+    spec = f"champion@{'rolls' if rolls else 'lookahead'}:{top_k}"
+    assert_batch_plays_as_each_state(load_agent(spec), batch)
 
 
 def test_agents_import_the_engine_only():
@@ -179,9 +180,35 @@ def test_load_agent_specs(tmp_path):
 @pytest.mark.parametrize("sims, lookahead, rolls, message", [
     (0, 515, False, "lookahead: must be in"), (0, -1, False, "lookahead: must be in"),
     (8, 8, False, "one search, not both"), (0, 0, True, "rolls: .*needs lookahead"),
-    (8, 0, True, "rolls: .*needs lookahead")])
+    (8, 0, True, "rolls: .*needs lookahead"), (-1, 0, False, "simulations: must be")])
 def test_checkpoint_agent_rejects_a_bad_search(sims, lookahead, rolls, message):
     from trictrac_jax.az.config import defaults
     with pytest.raises(ValueError, match=message):
-        checkpoint_agent(None, defaults(), num_simulations=sims, lookahead=lookahead,
-                         rolls=rolls)
+        checkpoint_agent(None, defaults(),
+                         Play(lookahead=lookahead, rolls=rolls, simulations=sims))
+
+
+def test_agent_specs_say_how_a_network_plays():
+    assert split_spec("champion") == ("champion", None)
+    assert split_spec("champion:1@rolls:32") == ("champion:1", Play(lookahead=32, rolls=True))
+    assert split_spec("runs/a/checkpoints/5@search:64") == (
+        "runs/a/checkpoints/5", Play(simulations=64, algorithm="stochastic", slots=32))
+    assert split_spec("x.msgpack@lookahead:8") == ("x.msgpack", Play(lookahead=8))
+    assert split_spec("champion@policy") == ("champion", Play())
+    for bad in ("policy:3", "rolls", "rolls:0", "search:x", "search:-2", "think:4", ""):
+        with pytest.raises(ValueError, match="play"):
+            split_spec(f"champion@{bad}")
+    with pytest.raises(ValueError, match="only networks"):
+        load_agent("greedy@rolls:4")
+
+
+def test_champions_by_number():
+    from trictrac_jax.az import champion
+    n = champion.count()
+    assert n >= 1 and champion.file_of("champion") == champion.numbered(n) == champion.PATH
+    assert champion.file_of("champion:1").name == "champion1.msgpack"
+    for bad in ("champion:0", f"champion:{n + 1}", "champion:x"):
+        with pytest.raises(ValueError, match=f"champion:1 to champion:{n}"):
+            champion.file_of(bad)
+        with pytest.raises(ValueError, match="unknown champion"):
+            load_agent(bad)

@@ -25,7 +25,7 @@ def test_champion_beats_random():
 
 
 def test_champion_over_the_rolls_beats_random():
-    agent = players.load_agent("champion", lookahead=4, rolls=True)
+    agent = players.load_agent("champion", players.Play(lookahead=4, rolls=True))
     outcomes = jax.jit(lambda key: play_match(Trictrac(), agent, random_agent, key, 4))(
         jax.random.PRNGKey(1))
     result = summarise(outcomes)

@@ -16,9 +16,11 @@ import pytest
 import yaml
 
 from trictrac_jax.az import champion, players
+from trictrac_jax.az import network as N
 from trictrac_jax.az import training as T
 from trictrac_jax.az.config import ConfigError, defaults, load_config, merge
 from trictrac_jax.az.evaluation import wilson
+from trictrac_jax.state import OBS_SIZE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -354,6 +356,29 @@ def test_data_parallel_over_four_devices(four_devices):
     assert got["ready"] > 0 and got["loss"] == got["loss"]  # trained on finished games
 
 
+def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp_path):
+    """A config with more blocks than the network starts the extra ones as the identity:
+    the deeper network's logits and values are the source's, and it then trains them."""
+    run_dir, _ = run
+    source, source_config = players.load_network(str(run_dir))
+    config = tiny_config(tmp_path / "deep")
+    config["network"]["blocks"] = source_config["network"]["blocks"] + 2
+    config["run"]["init_from"] = str(run_dir)
+    lines = []
+    trainer = T.trainer_for(config)
+    state = az.warm_start(trainer, config, log=lines.append)
+    assert lines == [f"warm start from {run_dir} (1 blocks, 2 more as the identity)"]
+    obs = jax.random.uniform(jax.random.PRNGKey(3), (64, OBS_SIZE))
+    shallow = N.make_network(source_config).apply({"params": source}, obs)
+    deep = trainer.net.apply({"params": state.params}, obs)
+    for a, b in zip(shallow, deep):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    az.train(config, log=lambda line: None)
+    params, _ = players.load_network(str(tmp_path / "deep"))
+    new_block = params["ResidualBlock_2"]["Dense_1"]["kernel"]
+    assert np.abs(np.asarray(new_block)).max() > 0  # the identity blocks learn
+
+
 def test_replay_targets_are_the_final_utility_minus_the_baseline():
     import jax.numpy as jnp
     import numpy as np
@@ -426,5 +451,10 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
                                     "run": {"dir": str(tmp_path / "wide")}}))
     assert az.main(["--config", str(wide), "--init-from", str(exported)]) == 2
     assert "network.width: " in capsys.readouterr().err
+    shallow = tmp_path / "shallow.yaml"
+    shallow.write_text(yaml.safe_dump({**TINY, "network": {"width": 16, "blocks": 0},
+                                       "run": {"dir": str(tmp_path / "shallow")}}))
+    assert az.main(["--config", str(shallow), "--init-from", str(exported)]) == 2
+    assert "network.blocks: " in capsys.readouterr().err
     assert az.main(["--config", str(wide), "--init-from", str(tmp_path / "none.msgpack")]) == 2
     assert "run.init_from: " in capsys.readouterr().err

@@ -69,19 +69,27 @@ def new_config(args) -> dict:
 
 def warm_start(trainer: T.Trainer, config: dict, log) -> T.TrainState:
     """A new run's state with the network of `run.init_from`, a fresh optimiser and the
-    run's own seed. The network's shape must be the config's."""
+    run's own seed. The network must have the config's width, and its number of blocks or
+    fewer: a deeper config starts its extra blocks as the identity, so the run starts from
+    what the network plays."""
     spec = config["run"]["init_from"]
     try:
         params, source = players.load_network(spec)
     except (OSError, ValueError) as e:  # a network file that is missing or not one
         raise config_lib.ConfigError(f"run.init_from: {e}") from None
-    for key in config["network"]:
-        if source["network"].get(key) != config["network"][key]:
-            raise config_lib.ConfigError(
-                f"network.{key}: {spec} has {source['network'].get(key)}, the config "
-                f"{config['network'][key]}; set network.{key}={source['network'][key]}")
+    have, want = source["network"], config["network"]
+    if have["width"] != want["width"]:
+        raise config_lib.ConfigError(
+            f"network.width: {spec} has {have['width']}, the config {want['width']}; set "
+            f"network.width={have['width']}")
+    if have["blocks"] > want["blocks"]:
+        raise config_lib.ConfigError(
+            f"network.blocks: {spec} has {have['blocks']}, the config {want['blocks']}; set "
+            f"network.blocks={have['blocks']} or more")
     state = trainer.init_state(jax.random.PRNGKey(config["run"]["seed"]))
-    log(f"warm start from {spec}")
+    extra = want["blocks"] - have["blocks"]
+    log(f"warm start from {spec}" + (f" ({have['blocks']} blocks, {extra} more as the "
+                                      f"identity)" if extra else ""))
     return trainer.warm_state(state, params)
 
 
@@ -220,8 +228,8 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
         resumed = Resumed(state, 0, [], 0.0)
     state, start = resumed.state, resumed.iteration
     ev, iterations = config["evaluation"], config["training"]["iterations"]
-    evaluators = {opp: players.evaluator(trainer, opp, ev["games"], ev["num_simulations"],
-                                         ev["lookahead"])
+    play = players.Play(lookahead=ev["lookahead"], simulations=ev["num_simulations"])
+    evaluators = {opp: players.evaluator(trainer, opp, ev["games"], play)
                   for opp in ev["opponents"]}
     key, k_games = jax.random.split(state.key)
     actors, buffer = trainer.init_games(k_games)  # self-play restarts on resume

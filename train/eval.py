@@ -6,11 +6,14 @@
     python train/eval.py --checkpoint runs/quick --opponent greedy --games 200 --lookahead 32
     python train/eval.py --checkpoint champion --opponent greedy --games 1000 --lookahead 32
     python train/eval.py --checkpoint champion --opponent greedy --games 1000 --lookahead 32 --rolls
+    python train/eval.py --checkpoint champion@search:64 --opponent champion@rolls:32 --games 1000
 
-CHECKPOINT and a checkpoint OPPONENT are a run directory (its best checkpoint) or one
-checkpoint directory; each is named on stderr as it loads (`loaded runs/quick/checkpoints/85
-(best: vs random 0.990)`). Both seats are played equally; games are truncated after the run's
-env.max_steps decisions and then count as not won.
+CHECKPOINT and a network OPPONENT are 'champion' (the newest shipped), 'champion:N', a
+network file (*.msgpack), a run directory (its best checkpoint) or one checkpoint directory;
+each checkpoint is named on stderr as it loads (`loaded runs/quick/checkpoints/85 (best: vs
+random 0.990)`). Networks play as --lookahead/--rolls/--simulations say, or as their own
+`@PLAY` (policy, lookahead:K, rolls:K, search:N). Both seats are played equally; games are
+truncated after the run's env.max_steps decisions and then count as not won.
 """
 from __future__ import annotations
 
@@ -32,10 +35,11 @@ from trictrac_jax.az.evaluation import summarise  # noqa: E402
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True,
-                   help="run directory, checkpoint directory, or 'champion' (the shipped network)")
+                   help="champion (the newest shipped network), champion:N, a network file, a "
+                        "run or checkpoint directory; NETWORK@PLAY to say how it plays")
     p.add_argument("--opponent", default="random",
                    help="random | first | greedy (every legal action) | greedy:K (the first K "
-                        "legal actions by index) | a checkpoint path")
+                        "legal actions by index) | a network as --checkpoint")
     p.add_argument("--games", type=int, default=200, help="games (even: both seats equally)")
     p.add_argument("--simulations", type=int, default=0,
                    help="search simulations per move for checkpoint agents (0: raw policy)")
@@ -59,9 +63,12 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        params, config = players.load_network(args.checkpoint)
+        name, own = players.split_spec(args.checkpoint)
+        play = players.Play(lookahead=args.lookahead, rolls=args.rolls,
+                             simulations=args.simulations).check()
+        params, config = players.load_network(name)
         match = players.evaluator(T.trainer_for(config), args.opponent, args.games,
-                                  args.simulations, args.lookahead, args.rolls)
+                                  own or play, play)
     except (CheckpointError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

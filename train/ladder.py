@@ -97,8 +97,8 @@ def plot(names, ratings: L.Ratings, path: pathlib.Path) -> bool:
 def main(argv=None, log=print):
     args = parse_args(argv)
     try:
-        agents = [players.load_agent(a, lookahead=args.lookahead, rolls=args.rolls)
-                  for a in args.agents]
+        play = players.Play(lookahead=args.lookahead, rolls=args.rolls)
+        agents = [players.load_agent(a, play) for a in args.agents]
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -73,7 +73,8 @@ def rate(path: pathlib.Path, opponent: str, games: int, lookahead: int, seed: in
     """A snapshot's match against `opponent`: its provenance, win rate and 95% interval.
     Snapshots of one setting share its compiled match."""
     params, config, provenance = champion.load(path)
-    match = players.evaluator(training.trainer_for(config), opponent, games, 0, lookahead)
+    match = players.evaluator(training.trainer_for(config), opponent, games,
+                              players.Play(lookahead=lookahead))
     result = summarise(match(params, jax.random.PRNGKey(seed)))
     lo, hi = result.interval()
     return {**provenance, "win_rate": result.win_rate, "lo": lo, "hi": hi,

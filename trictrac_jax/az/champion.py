@@ -1,12 +1,15 @@
-"""The shipped champion: a trained network small enough to live inside the package.
+"""The shipped champions: trained networks small enough to live inside the package.
 
-    python -m trictrac_jax.az.champion                       # what it is, where it came from
+    python -m trictrac_jax.az.champion                       # the newest: what, from where
+    python -m trictrac_jax.az.champion champion:1            # an earlier one
     python -m trictrac_jax.az.champion --export RUN_OR_CHECKPOINT --provenance FILE.json
 
-The file (`trictrac_jax/data/champion.msgpack`) holds the network's parameters (float32),
-the config of the run that trained it, and its provenance (command, iterations, wall-clock,
-hardware, evaluation), serialised with `flax.serialization`: no training stack is needed to
-read it. `players.load_agent("champion")` plays it.
+`champion:N` is the N-th shipped champion (`trictrac_jax/az/data/championN.msgpack`) and
+`champion` the newest: each new one had to beat the one before, and the earlier ones stay
+loadable so that anyone can replay that match. A file holds the network's parameters
+(float32), the config of the run that trained it, and its provenance (command, iterations,
+wall-clock, hardware, evaluation), serialised with `flax.serialization`: no training stack
+is needed to read it. `players.load_agent("champion")` plays it.
 """
 from __future__ import annotations
 
@@ -19,7 +22,39 @@ import jax
 import numpy as np
 from flax import serialization
 
-PATH = pathlib.Path(__file__).resolve().parent / "data" / "champion.msgpack"
+DATA = pathlib.Path(__file__).resolve().parent / "data"
+
+
+def numbered(n: int) -> pathlib.Path:
+    return DATA / f"champion{n}.msgpack"
+
+
+def count() -> int:
+    """How many champions are shipped: champion1 .. championN."""
+    n = 0
+    while numbered(n + 1).is_file():
+        n += 1
+    return n
+
+
+PATH = numbered(count())  # the newest
+
+
+def is_name(spec: str) -> bool:
+    """Whether `spec` names a shipped champion: 'champion' or 'champion:N'."""
+    return spec == "champion" or spec.startswith("champion:")
+
+
+def file_of(name: str = "champion") -> pathlib.Path:
+    """The file of 'champion' (the newest) or 'champion:N' (the N-th, from 1). Raises
+    ValueError naming the champions there are."""
+    if name == "champion":
+        return PATH
+    n = name.removeprefix("champion:")
+    if not (n.isdigit() and 1 <= int(n) <= count()):
+        raise ValueError(f"unknown champion {name!r}: there are champion:1 to "
+                         f"champion:{count()} (champion is champion:{count()})")
+    return numbered(int(n))
 
 
 def save(params, config: dict, provenance: dict, path=PATH) -> pathlib.Path:
@@ -51,12 +86,16 @@ def load(path=PATH) -> tuple[dict, dict, dict]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m trictrac_jax.az.champion",
-                                description="Show or export the shipped champion network.")
+                                description="Show or export a shipped champion network.")
+    p.add_argument("name", nargs="?", default="champion",
+                   help="champion (the newest) or champion:N (default: champion)")
     p.add_argument("--export", metavar="CHECKPOINT",
                    help="a run directory (its best checkpoint) or one checkpoint directory")
     p.add_argument("--provenance", metavar="FILE",
                    help="JSON file: how the checkpoint was made and evaluated (with --export)")
-    p.add_argument("--out", default=str(PATH), help=f"champion file (default: {PATH})")
+    p.add_argument("--out", default=str(numbered(count() + 1)),
+                   help=f"with --export: the file to write (default: the next champion, "
+                        f"{numbered(count() + 1)})")
     args = p.parse_args(argv)
     if args.export:
         from trictrac_jax.az import training  # the training stack reads orbax checkpoints
@@ -67,12 +106,14 @@ def main(argv=None) -> int:
         print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
         return 0
     try:
-        params, config, provenance = load(args.out)
+        file = file_of(args.name)
+        params, config, provenance = load(file)
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     size = sum(x.size for x in jax.tree.leaves(params))
-    print(f"{args.out}: network {config['network']['width']}x{config['network']['blocks']}, "
+    print(f"{args.name} = {file}: network {config['network']['width']}x"
+          f"{config['network']['blocks']}, "
           f"{size:,} parameters")
     print(json.dumps(provenance, indent=2, sort_keys=True))
     return 0

@@ -49,6 +49,19 @@ def init_params(net: PolicyValueNet, key):
     return net.init(key, jnp.zeros((1, OBS_SIZE), jnp.float32))["params"]
 
 
+def deepen(params, fresh):
+    """The parameters of a network with the blocks of `params` and more, computing what
+    `params` computes: `fresh`, freshly initialised parameters of the deeper network, gives
+    the shapes and the new blocks, whose last Dense starts at zero so that each block is the
+    identity (x + 0) until trained. Same width only; the other layers keep their names."""
+    extra = fresh.keys() - params.keys()
+    if not all(name.startswith("ResidualBlock_") for name in extra):
+        raise ValueError(f"deepen: only residual blocks can be added, not {sorted(extra)}")
+    identity = lambda block: {**block, "Dense_1": {k: jnp.zeros_like(v)
+                                                   for k, v in block["Dense_1"].items()}}
+    return {name: params[name] if name in params else identity(fresh[name]) for name in fresh}
+
+
 def masked_logits(logits, mask):
     """Illegal actions (mask False) get MASKED_LOGIT: [..., 514], bool[..., 514]."""
     return jnp.where(mask, logits, MASKED_LOGIT)
@@ -66,5 +79,5 @@ def policy_action(net: PolicyValueNet, params, state):
     return jnp.argmax(logits).astype(jnp.int32)
 
 
-__all__ = ["PolicyValueNet", "make_network", "init_params", "masked_logits", "apply",
+__all__ = ["PolicyValueNet", "make_network", "init_params", "deepen", "masked_logits", "apply",
            "policy_action", "MASKED_LOGIT"]

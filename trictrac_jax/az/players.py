@@ -5,6 +5,7 @@ The learning side of the agents: imports the training stack, which `agents` must
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 
@@ -18,74 +19,127 @@ from trictrac_jax.lanes import batch_rule
 from trictrac_jax.state import NUM_ACTIONS
 
 
-def load_agent(spec: str, num_simulations: int = 0, lookahead: int = 0, rolls: bool = False):
-    """An agent `(key, state) -> int32 action` from a spec:
+class Play(NamedTuple):
+    """How a network picks its moves: the `@PLAY` of an agent spec (`parse_play`)."""
+
+    lookahead: int = 0  # the 1-ply search over the policy's K likeliest moves (0: off)
+    rolls: bool = False  # the lookahead values each move over the 36 rolls after it
+    simulations: int = 0  # a tree search of N simulations, no exploration noise (0: off)
+    algorithm: str = ""  # that search's: "stochastic" or "gumbel"; "": the run's own
+    slots: int = 0  # that search's tree width (search.max_actions); 0: the run's own
+
+    def check(self):
+        """Raises ValueError for settings that do not make one way to play."""
+        if self.simulations and self.lookahead:
+            raise ValueError("simulations and lookahead: use one search, not both")
+        if self.rolls and not self.lookahead:
+            raise ValueError("rolls: values the lookahead's moves over the rolls; needs "
+                             "lookahead > 0")
+        if not 0 <= self.lookahead <= NUM_ACTIONS:
+            raise ValueError(f"lookahead: must be in [0, {NUM_ACTIONS}], got {self.lookahead}")
+        if self.simulations < 0:
+            raise ValueError(f"simulations: must be >= 0, got {self.simulations}")
+        return self
+
+
+# The tree width of `search:N`: the lookahead's 32 likeliest moves. With the champion's
+# search (64 simulations), 32 slots instead of 128 changed 2 of 508 moves (docs/training.md,
+# "Action slots"), and cost 40% less time (docs/training.md, "Test-time search").
+SEARCH_SLOTS = 32
+
+# The ways to play a spec may name after '@', each with its integer argument.
+PLAYS = {"policy": lambda n: Play(), "lookahead": lambda k: Play(lookahead=k),
+         "rolls": lambda k: Play(lookahead=k, rolls=True),
+         "search": lambda n: Play(simulations=n, algorithm="stochastic", slots=SEARCH_SLOTS)}
+PLAY_SYNTAX = "policy, lookahead:K, rolls:K or search:N"
+
+
+def parse_play(text: str) -> Play:
+    """'policy' (the raw policy), 'lookahead:K', 'rolls:K' (the lookahead over the rolls)
+    or 'search:N' (the stochastic search, N simulations). Raises ValueError."""
+    name, colon, arg = text.partition(":")
+    if name not in PLAYS or (name == "policy") == bool(colon) or \
+            (colon and not (arg.isdigit() and int(arg) > 0)):
+        raise ValueError(f"play {text!r}: expected {PLAY_SYNTAX} (K, N positive integers)")
+    return PLAYS[name](int(arg) if colon else 0).check()
+
+
+def split_spec(spec: str) -> tuple[str, Play | None]:
+    """('NAME', Play) of 'NAME@PLAY'; ('NAME', None) without '@PLAY'."""
+    name, at, play = spec.rpartition("@")
+    return (name, parse_play(play)) if at else (spec, None)
+
+
+def load_agent(spec: str, play: Play = Play()):
+    """An agent `(key, state) -> int32 action` from a spec `NAME[@PLAY]`:
 
     * a baseline: 'random', 'first', 'greedy' (every legal action) or 'greedy:K' (the first
       K legal actions by index), see `agents.baseline`;
-    * 'champion': the network shipped in the package (`trictrac_jax.az.champion`);
-    * a training run directory (its best checkpoint) or one checkpoint directory
-      (RUN_DIR/checkpoints/N): the network's policy, greedy over the masked logits, or with
-      `num_simulations` > 0 the run's search (no exploration noise), or with `lookahead`
-      > 0 the 1-ply search over that many actions (`search.make_lookahead`; with `rolls`,
-      each move valued over the 36 rolls after it).
+    * a network: 'champion' (the newest shipped in the package), 'champion:N' (the N-th,
+      `trictrac_jax.az.champion`), a network file (`*.msgpack`), a training run directory
+      (its best checkpoint) or one checkpoint directory (RUN_DIR/checkpoints/N).
 
-    Networks play as the policy, search or lookahead arguments say. Raises ValueError for
-    an unknown name, `CheckpointError` for an unreadable checkpoint."""
-    agent = agents.baseline(spec)
+    A network plays as its `@PLAY` says (`parse_play`), else as `play`: its raw policy
+    (greedy over the masked logits), the 1-ply lookahead over its `lookahead` likeliest
+    moves (`search.make_lookahead`; with `rolls`, each valued over the 36 rolls after it),
+    or a search of `simulations` (no exploration noise; `search:N` is the stochastic search
+    over the dice, `SEARCH_SLOTS` wide). Raises ValueError for an unknown
+    name or play, `CheckpointError` for an unreadable checkpoint."""
+    name, own = split_spec(spec)
+    agent = agents.baseline(name)
     if agent is not None:
+        if own is not None:
+            raise ValueError(f"agent {spec!r}: only networks take @{PLAY_SYNTAX}")
         return agent
-    if spec != "champion" and "/" not in spec and not spec.startswith("."):
+    if not champion.is_name(name) and "/" not in name and not name.startswith("."):
         raise ValueError(f"unknown agent {spec!r}: expected one of {list(agents.BASELINES)}, "
-                         f"greedy:K, champion, or a checkpoint path")
-    return checkpoint_agent(*load_network(spec), num_simulations=num_simulations,
-                            lookahead=lookahead, rolls=rolls)
+                         f"greedy:K, champion, champion:N, or a checkpoint path")
+    return checkpoint_agent(*load_network(name), own or play)
 
 
 def load_network(spec: str):
-    """(params, config) of 'champion' (the shipped network), of a network file in the
-    champion's format (`*.msgpack`), or of a checkpoint path (a run directory's best
+    """(params, config) of 'champion' or 'champion:N' (a shipped network), of a network file
+    in the champion's format (`*.msgpack`), or of a checkpoint path (a run directory's best
     checkpoint, or one checkpoint directory)."""
-    if spec == "champion" or spec.endswith(".msgpack"):
-        params, config, _ = champion.load(champion.PATH if spec == "champion" else spec)
+    if champion.is_name(spec) or spec.endswith(".msgpack"):
+        params, config, _ = champion.load(champion.file_of(spec) if champion.is_name(spec)
+                                          else spec)
         return params, config
     return training.load_params(spec)
 
 
-def checkpoint_agent(params, config: dict, num_simulations: int = 0, lookahead: int = 0,
-                     rolls: bool = False):
-    """The agent of trained `params` with their run `config` (see `load_agent`)."""
-    if num_simulations and lookahead:
-        raise ValueError("num_simulations and lookahead: use one search, not both")
-    if rolls and not lookahead:
-        raise ValueError("rolls: values the lookahead's moves over the rolls; needs lookahead > 0")
-    if not 0 <= lookahead <= NUM_ACTIONS:
-        raise ValueError(f"lookahead: must be in [0, {NUM_ACTIONS}], got {lookahead}")
+def checkpoint_agent(params, config: dict, play: Play = Play()):
+    """The agent of trained `params` with their run `config`, playing as `play` (see
+    `load_agent`)."""
+    play.check()
     model = S.model_from_config(config)
     # the searches work on batches: one state is a batch of one
     batched = lambda f: lambda key, state: f(key, jax.tree.map(lambda x: x[None], state))[0]
-    if lookahead:
+    if play.lookahead:
         # under vmap, the whole batch is one lookahead (its candidates scored together)
-        look = functools.partial(S.make_lookahead(model, lookahead, rolls), params)
+        look = functools.partial(S.make_lookahead(model, play.lookahead, play.rolls), params)
         return batch_rule(batched(look), lambda keys, states: look(keys[0], states))
-    if num_simulations == 0:
+    if play.simulations == 0:
         return lambda key, state: N.policy_action(model.net, params, state)
-    search = S.make_search(model, {**config["search"], "num_simulations": num_simulations},
+    own = config["search"]
+    search = S.make_search(model, {**own, "num_simulations": play.simulations,
+                                   "algorithm": play.algorithm or own["algorithm"],
+                                   "max_actions": play.slots or own["max_actions"]},
                            explore=False)
     return batched(lambda key, states: search(params, key, states).action)
 
 
 @functools.lru_cache(maxsize=16)
-def evaluator(trainer: training.Trainer, opponent: str, games: int, num_simulations: int,
-              lookahead: int = 0, rolls: bool = False):
-    """Jitted `(params, key) -> int32[games]` outcomes of `trainer`'s network (greedy over
-    its policy, its search with `num_simulations` > 0, or its 1-ply `lookahead` > 0, over
-    the `rolls` or not) against `opponent`, a `load_agent` spec (a checkpoint opponent
-    searches the same way); compiled once per trainer and spec."""
-    other = load_agent(opponent, num_simulations, lookahead, rolls)
+def evaluator(trainer: training.Trainer, opponent: str, games: int, play: Play = Play(),
+              opponent_play: Play | None = None):
+    """Jitted `(params, key) -> int32[games]` outcomes of `trainer`'s network playing as
+    `play` against `opponent`, a `load_agent` spec (a network opponent plays as its spec's
+    `@PLAY` says, else as `opponent_play`, by default `play`); compiled once per trainer,
+    spec and plays."""
+    other = load_agent(opponent, play if opponent_play is None else opponent_play)
 
     def evaluate(params, key):
-        agent = checkpoint_agent(params, trainer.config, num_simulations, lookahead, rolls)
+        agent = checkpoint_agent(params, trainer.config, play)
         return play_match(trainer.env, agent, other, key, games)
     match = jax.jit(evaluate)
     return lambda params, key: match(*jax.device_put((params, key), trainer.replicated))

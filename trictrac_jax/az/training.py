@@ -123,9 +123,12 @@ class Trainer:
         return jax.device_put(state, self.replicated)
 
     def warm_state(self, state: TrainState, params) -> TrainState:
-        """`state` with the network `params` (same shapes) and a fresh optimiser for them."""
-        params = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype), params,
-                              jax.device_get(state.params))
+        """`state` with the network `params` and a fresh optimiser for them. `params` has the
+        config's width and as many blocks or fewer: the extra ones start as the identity
+        (`network.deepen`)."""
+        fresh = jax.device_get(state.params)
+        params = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype),
+                              N.deepen(params, fresh), fresh)
         state = state.replace(params=params, opt_state=self.optimizer.init(params))
         return jax.device_put(state, self.replicated)
 

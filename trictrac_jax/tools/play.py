@@ -173,7 +173,7 @@ def load_opponent(spec: str, lookahead: int, rolls: bool | None = None) -> Agent
     if agent is None:
         from trictrac_jax.az import players  # a checkpoint needs the training stack
         rolls = lookahead > 0 if rolls is None else rolls
-        agent = players.load_agent(spec, lookahead=lookahead, rolls=rolls)
+        agent = players.load_agent(spec, players.Play(lookahead=lookahead, rolls=rolls))
     return agent
 
 
