@@ -267,6 +267,37 @@ def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
         assert values[actions[b]] == pytest.approx(max(values.values()), abs=1e-5)
 
 
+def test_lookahead_search_is_the_lookahead_over_the_rolls(cases):
+    """search.algorithm lookahead: without exploration it plays what the lookahead over the
+    rolls plays; its value is the best worth, its policy the softmax of the worths over the
+    policy's top K; with exploration its moves are drawn from that policy."""
+    net, top_k = ObsNet(jax.random.PRNGKey(5)), 4
+    model = S.Model(ENV, net, "outcome", 72.0)
+    config = {**search_config("lookahead", 1), "max_num_considered_actions": top_k,
+              "worth_temperature": 0.05}
+    out = jax.jit(S.make_search(model, config, explore=False))(None, jax.random.PRNGKey(1),
+                                                                cases)
+    played = jax.jit(S.make_lookahead(model, top_k, rolls=True))(None, None, cases)
+    np.testing.assert_array_equal(out.action, played)
+    policy = np.asarray(out.policy)
+    np.testing.assert_allclose(policy.sum(-1), 1, atol=1e-5)
+    for b in range(policy.shape[0]):
+        state = take(cases, b)
+        top = policy_top(net, state, top_k)
+        assert set(np.nonzero(policy[b])[0]) <= set(top)
+        worth = np.asarray(S.rolled_worth(model, None, jnp.array(top, jnp.int32),
+                                          jax.tree.map(lambda x: jnp.repeat(x[None], len(top), 0),
+                                                       state)))
+        assert float(out.value[b]) == pytest.approx(worth.max(), abs=1e-5)
+        weights = np.exp((worth - worth.max()) / 0.05)
+        np.testing.assert_allclose(policy[b, top], weights / weights.sum(), atol=1e-5)
+    explore = jax.jit(jax.vmap(S.make_search(model, config, explore=True), (None, 0, None)))
+    drawn = np.asarray(explore(None, jax.random.split(jax.random.PRNGKey(2), 200), cases).action)
+    for b in range(policy.shape[0]):
+        freq = np.bincount(drawn[:, b], minlength=tt.NUM_ACTIONS) / len(drawn)
+        assert np.abs(freq - policy[b]).max() < 0.15
+
+
 def test_slot_tables_hold_the_legal_actions_or_the_top_k_by_prior(positions):
     states = take(positions, np.arange(0, positions.current_player.shape[0], 3))
     mask = np.asarray(states.legal_action_mask)

@@ -356,6 +356,18 @@ def test_data_parallel_over_four_devices(four_devices):
     assert got["ready"] > 0 and got["loss"] == got["loss"]  # trained on finished games
 
 
+def test_a_run_of_the_lookahead_search_learns_its_values(tmp_path):
+    """search.algorithm lookahead with replay.bootstrap 1: self-play plays the lookahead over
+    the rolls, and the value head learns its backed-up values."""
+    config = tiny_config(tmp_path / "look")
+    config["search"].update(algorithm="lookahead", max_num_considered_actions=3)
+    config["replay"]["bootstrap"] = 1.0
+    config["training"]["iterations"] = 2
+    record = az.train(config, log=lambda line: None)
+    assert record["updates"] > 0 and np.isfinite(record["value_loss"])
+    assert record["policy_loss"] == record["policy_loss"]
+
+
 def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp_path):
     """A config with more blocks than the network starts the extra ones as the identity:
     the deeper network's logits and values are the source's, and it then trains them."""
@@ -401,6 +413,17 @@ def test_replay_targets_are_the_final_utility_minus_the_baseline():
     assert np.allclose(z_after, np.clip(final[game, 1] - 0.2, -1, 1))
     assert {(round(float(a), 4), int(g)) for a, g in zip(z, game)} == \
         {(0.25, 0), (-0.6, 0), (1.0, 1), (-1.0, 1)}  # every decision, clipped at +-1
+    # bootstrap: the search's value weighs in, the afterstates keep the outcome
+    buffer = R.add(R.empty(capacity=8, games=2),
+                   steps.replace(value=jnp.array([[0.4, -0.2], [0.8, 0.6]])), done, utility)
+    for bootstrap in (0.25, 1.0):
+        sampled, z, z_after = R.sample(buffer, jax.random.PRNGKey(0), (64,), bootstrap)
+        game, mover = np.asarray(sampled.game), np.asarray(sampled.mover)
+        outcome = np.clip(final[game, mover] - np.asarray(sampled.base), -1, 1)
+        mixed = bootstrap * np.asarray(sampled.value) + (1 - bootstrap) * outcome
+        assert np.allclose(z, np.clip(mixed, -1, 1))
+        assert np.allclose(z_after, np.clip(final[game, 1] - 0.2, -1, 1))
+    assert sorted({round(float(v), 4) for v in z}) == [-0.2, 0.4, 0.6, 0.8]  # every one
 
 
 def test_time_to_strength_stops_on_the_clock_and_rates_snapshots(tmp_path):

@@ -77,18 +77,23 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "search": {
         # stochastic: mctx.stochastic_muzero_policy, the dice as chance nodes.
         # gumbel: mctx.gumbel_muzero_policy, the dice sampled inside the simulator.
-        "algorithm": Key("stochastic", str, _one_of("stochastic", "gumbel")),
+        # lookahead: no tree: the policy's max_num_considered_actions likeliest moves, each
+        # valued over the 36 rolls after it (as the champion plays); num_simulations unused.
+        "algorithm": Key("stochastic", str, _one_of("stochastic", "gumbel", "lookahead")),
         "num_simulations": Key(32, int, _at_least(1)),
         # Action slots per tree node: the trees are this wide, not 514 (mctx's bookkeeping
         # grows with the width). A node with more legal actions keeps the ones with the
         # highest prior logits. 256: no position seen has more (max 204 in 3M random-play
         # decisions, 151 in the golden data); see docs/training.md.
         "max_actions": Key(256, int, _in_range(1, NUM_ACTIONS)),
-        "max_num_considered_actions": Key(16, int, _at_least(1)),  # gumbel
+        "max_num_considered_actions": Key(16, int, _at_least(1)),  # gumbel, lookahead
         "dirichlet_fraction": Key(0.25, float, _in_range(0.0, 1.0)),  # stochastic
         "dirichlet_alpha": Key(0.3, float, _at_least(1e-6)),  # stochastic
         "pb_c_init": Key(1.25, float, _at_least(0.0)),  # stochastic
         "temperature": Key(1.0, float, _at_least(0.0)),  # stochastic, acting
+        # lookahead: self-play draws its move, and the policy target is, softmax(worth / T);
+        # worths are in value units (points / selfplay.margin_scale for `points`)
+        "worth_temperature": Key(0.01, float, _at_least(1e-6)),
     },
     "selfplay": {
         "batch_size": Key(1024, int, _at_least(1)),  # games played in parallel
@@ -104,6 +109,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "replay": {
         "capacity": Key(262144, int, _at_least(1)),  # decisions stored
         "min_size": Key(16384, int, _at_least(1)),  # decisions with known targets to train
+        # The value target of a decision: bootstrap x the search's root value + (1 -
+        # bootstrap) x the game's final utility (both minus the mover's baseline). 0: the
+        # outcome alone; 1 with search.algorithm lookahead: TD(0) through the expectimax.
+        "bootstrap": Key(0.0, float, _in_range(0.0, 1.0)),
     },
     "training": {
         "iterations": Key(400, int, _at_least(1)),

@@ -22,6 +22,7 @@ class Steps:
     obs: jax.Array  # float32[..., 217], the decision state (mover's view)
     mask: jax.Array  # bool[..., 514], its legal actions
     policy: jax.Array  # float32[..., 514], the search policy
+    value: jax.Array  # float32[...], the search's root value (mover's view, minus `base`)
     mover: jax.Array  # int32[...], colour to move
     base: jax.Array  # float32[...], the mover's baseline (`search.baseline`)
     after_obs: jax.Array  # float32[..., 217], the afterstate (view of the player to roll)
@@ -51,7 +52,8 @@ def table_rows(capacity: int, games: int) -> int:
 def empty(capacity: int, games: int) -> Replay:
     zeros = lambda *shape, dtype=jnp.float32: jnp.zeros((capacity, *shape), dtype)
     steps = Steps(obs=zeros(OBS_SIZE), mask=zeros(NUM_ACTIONS, dtype=bool),
-                  policy=zeros(NUM_ACTIONS), mover=zeros(dtype=jnp.int32), base=zeros(),
+                  policy=zeros(NUM_ACTIONS), value=zeros(), mover=zeros(dtype=jnp.int32),
+                  base=zeros(),
                   after_obs=zeros(OBS_SIZE), after_player=zeros(dtype=jnp.int32),
                   after_base=zeros(),
                   after_valid=zeros(dtype=bool), game=zeros(dtype=jnp.int32),
@@ -92,14 +94,17 @@ def ready(replay: Replay):
     return replay.filled & outcome(replay, replay.steps.game, replay.steps.episode)[0]
 
 
-def sample(replay: Replay, key, shape):
+def sample(replay: Replay, key, shape, bootstrap: float = 0.0):
     """Uniform sample of ready decisions: (Steps [*shape], value target [*shape], afterstate
     value target [*shape]), the targets being the final utility minus the baseline, clipped
-    to [-1, 1]. Needs at least one ready decision."""
+    to [-1, 1]; a decision's target is `bootstrap` x its search value + (1 - `bootstrap`) x
+    that. Needs at least one ready decision."""
     weights = ready(replay).astype(jnp.float32)
     idx = jax.random.choice(key, weights.shape[0], shape, p=weights / weights.sum())
     steps = jax.tree.map(lambda x: x[idx], replay.steps)
     utility = outcome(replay, steps.game, steps.episode)[1]
     target = lambda player, base: jnp.clip(
         jnp.take_along_axis(utility, player[..., None], -1)[..., 0] - base, -1.0, 1.0)
-    return steps, target(steps.mover, steps.base), target(steps.after_player, steps.after_base)
+    outcome_target = target(steps.mover, steps.base)
+    value_target = jnp.clip(bootstrap * steps.value + (1 - bootstrap) * outcome_target, -1, 1)
+    return steps, value_target, target(steps.after_player, steps.after_base)

@@ -50,8 +50,8 @@ EMPTY_SLOT = 0
 class SearchOutput(NamedTuple):
     action: jax.Array  # int32[B], the move to play
     policy: jax.Array  # float32[B, 514], the search policy (training target)
-    value: jax.Array  # float32[B], the root value (mover's view)
-    tree: mctx.Tree  # the search tree (decision part, K slots wide), for inspection
+    value: jax.Array  # float32[B], the root value (mover's view, minus his baseline)
+    tree: mctx.Tree | None  # the search tree (decision part, K slots wide), for inspection
 
 
 def _done(state: State):
@@ -272,6 +272,29 @@ def make_lookahead(model: Model, top_k: int, rolls: bool = False):
     return lookahead
 
 
+def make_lookahead_search(model: Model, top_k: int, temperature: float, explore: bool):
+    """`search(params, key, states[B]) -> SearchOutput` of the 1-ply lookahead over the rolls
+    (`search.algorithm: lookahead`): the policy's `top_k` likeliest legal moves, each worth
+    its `rolled_worth`. The policy is softmax(worth / `temperature`) over them, the move is
+    drawn from it (`explore`) or the best (ties to the likelier), and the value is the best
+    worth: a one-step expectimax backup of the value network, the target that
+    `replay.bootstrap` learns from. No tree (`tree` is None)."""
+    def search(params, key, states: State) -> SearchOutput:
+        logits, value = model.evaluate(params, states)
+        top_logits, actions = jax.lax.top_k(logits, top_k)  # [B, K], by descending logit
+        actions = actions.astype(jnp.int32)
+        # one slot of every game at a time: the rolled states of the whole batch, not K x it
+        worth = jax.lax.map(lambda a: rolled_worth(model, params, a, states), actions.T).T
+        worth = jnp.where(top_logits > N.MASKED_LOGIT / 2, worth, -jnp.inf)  # legal only
+        scaled = worth / temperature
+        slot = jax.random.categorical(key, scaled) if explore else jnp.argmax(worth, -1)
+        best = jnp.max(worth, -1)
+        return SearchOutput(jnp.take_along_axis(actions, slot[:, None], -1)[:, 0],
+                            from_slots(jax.nn.softmax(scaled, -1), actions),
+                            jnp.where(best > -jnp.inf, best, value), None)
+    return search
+
+
 class Slots(NamedTuple):
     """A Model's functions for mctx over K slots: decision nodes embed a `Node`."""
 
@@ -308,9 +331,13 @@ def slotted(model: Model, k: int) -> Slots:
 def make_search(model: Model, search_config: dict, explore: bool = True):
     """`search(params, key, states[B]) -> SearchOutput`, over `search.max_actions` slots.
 
-    `explore`: Dirichlet noise and visit-count sampling (stochastic) or Gumbel noise
-    (gumbel) for self-play; without it the search plays its best action (evaluation)."""
+    `explore`: Dirichlet noise and visit-count sampling (stochastic), Gumbel noise (gumbel)
+    or moves drawn from the softmax of their worths (lookahead) for self-play; without it
+    the search plays its best action (evaluation)."""
     s = search_config
+    if s["algorithm"] == "lookahead":
+        return make_lookahead_search(model, s["max_num_considered_actions"],
+                                     s["worth_temperature"], explore)
     fns = slotted(model, s["max_actions"])
 
     def search(params, key, states: State) -> SearchOutput:

@@ -56,6 +56,7 @@ def play(env: Trictrac, search, utility, baseline, params, key, actors: Actors, 
         final = jax.vmap(jax.vmap(utility, (None, None, 0)), (0, 0, None))(nxt, rewards,
                                                                            colours)
         record = Steps(obs=s.observation, mask=s.legal_action_mask, policy=out.policy,
+                       value=out.value,
                        mover=s.current_player, base=baseline(s, s.current_player),
                        after_obs=after.observation, after_player=after.current_player,
                        after_base=baseline(after, after.current_player),

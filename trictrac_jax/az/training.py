@@ -167,7 +167,8 @@ class Trainer:
     def _train(self, state: TrainState, buffer: R.Replay, key):
         tc = self.config["training"]
         steps, z, z_after = R.sample(buffer, key, (tc["updates_per_iteration"],
-                                                    tc["batch_size"]))
+                                                    tc["batch_size"]),
+                                     self.config["replay"]["bootstrap"])
         grad_fn = jax.grad(functools.partial(loss_fn, self.net, tc["value_weight"]),
                            has_aux=True)
 
