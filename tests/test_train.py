@@ -6,6 +6,7 @@ import os
 import pathlib
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -352,6 +353,94 @@ def test_data_parallel_over_four_devices(four_devices):
     assert got["devices"] == 4 and got["games_devices"] == 4 and got["games_shard"] == 1
     assert got["buffer_shard"] == 16 and got["params_devices"] == 4
     assert got["ready"] > 0 and got["loss"] == got["loss"]  # trained on finished games
+
+
+TWO_PROCESSES = textwrap.dedent("""
+    import hashlib, json, sys
+    import jax
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    from tests.test_train import az
+    from trictrac_jax.az import checkpoint as C, training as T
+    seen = {"saved": [], "games": []}
+    save, selfplay = C.Checkpointer.save, T.Trainer.selfplay
+
+    def record_save(self, iteration, state, config, score):
+        leaves = jax.tree.leaves(state.params)
+        local = b"".join(np.asarray(x.addressable_data(0)).tobytes() for x in leaves)
+        seen["saved"].append({"iteration": iteration, "updates": int(state.step),
+                              "params": hashlib.sha256(local).hexdigest(),
+                              "params_devices": len(leaves[0].sharding.device_set)})
+        save(self, iteration, state, config, score)
+
+    def record_selfplay(self, *args):
+        actors, buffer, stats = selfplay(self, *args)
+        obs = actors.states.observation
+        seen["games"].append([len(obs.sharding.device_set), obs.addressable_shards[0].data.shape[0]])
+        return actors, buffer, stats
+    C.Checkpointer.save, T.Trainer.selfplay = record_save, record_selfplay
+    code = az.main(sys.argv[2:])
+    print(json.dumps({"code": code, "process": jax.process_index(),
+                      "processes": jax.process_count(), **seen}))
+""")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_processes(n: int, args: list[str], timeout: float = 300) -> list[dict]:
+    """`train/az.py args` as `n` processes of one CPU device each, joined through a
+    coordinator on localhost; each one's report (TWO_PROCESSES)."""
+    port, procs = free_port(), []
+    for i in range(n):
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "",
+               "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": str(n),
+               "JAX_PROCESS_ID": str(i)}
+        procs.append(subprocess.Popen([sys.executable, "-c", TWO_PROCESSES, str(ROOT), *args],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    try:
+        outputs = [proc.communicate(timeout=timeout) for proc in procs]
+    finally:  # a process left waiting for its peer would hold the port
+        for proc in procs:
+            proc.kill()
+    for proc, (out, err) in zip(procs, outputs):
+        assert proc.returncode == 0, err[-3000:]
+    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+
+
+def test_two_processes_train_one_model(tmp_path):
+    """2 processes x 1 CPU device (jax.distributed, gloo): the games are split over both,
+    the gradients reduced across them, so that both hold the same parameters after each
+    update; the run's files are written once, and a resume goes on with both."""
+    run_dir = tmp_path / "run"
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({**TINY, "evaluation": {"opponents": []},
+                                      "training": {**TINY["training"], "iterations": 2},
+                                      "run": {"dir": str(run_dir)}}))
+    reports = run_processes(2, ["--config", str(config)])
+    assert [(r["code"], r["process"], r["processes"]) for r in reports] == [(0, 0, 2), (0, 1, 2)]
+    batch = TINY["selfplay"]["batch_size"]
+    for r in reports:  # each process plays half of the games of a mesh over both
+        assert r["games"] == [[2, batch // 2]] * 2
+        assert [s["params_devices"] for s in r["saved"]] == [2, 2]
+    first, second = (r["saved"] for r in reports)
+    assert [s["iteration"] for s in first] == [1, 2] and first[-1]["updates"] > 0
+    assert first == second  # the same parameters on both, after each iteration
+    assert first[0]["params"] != first[1]["params"]  # and trained between them
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["1", "2"]
+    assert [json.loads(line)["iteration"] for line in (run_dir / "metrics.jsonl").open()] \
+        == [1, 2]
+    reports = run_processes(2, ["--resume", str(run_dir), "--set", "training.iterations=3"])
+    assert [s["iteration"] for r in reports for s in r["saved"]] == [3, 3]
+    assert reports[0]["saved"] == reports[1]["saved"]
+    assert reports[0]["saved"][0]["updates"] == first[-1]["updates"] + 2
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["2", "3"]
+    assert [json.loads(line)["iteration"] for line in (run_dir / "metrics.jsonl").open()] \
+        == [1, 2, 3]
 
 
 def test_replay_targets_are_the_final_utility_minus_the_baseline():

@@ -33,10 +33,41 @@ class TrainState:
     key: jax.Array  # uint32[2], the run's RNG (a raw key, checkpointable)
 
 
+# Schedulers whose processes jax.distributed finds by itself: their process-count variable.
+_SCHEDULERS = {"SLURM": "SLURM_NTASKS", "Open MPI": "OMPI_COMM_WORLD_SIZE"}
+
+
 def maybe_init_distributed():
-    """Multi-host: join the cluster when JAX's coordinator variables are set."""
-    if os.environ.get("JAX_COORDINATOR_ADDRESS") and not jax.distributed.is_initialized():
-        jax.distributed.initialize()
+    """Join a multi-process run, before any JAX computation: from JAX_COORDINATOR_ADDRESS,
+    JAX_NUM_PROCESSES and JAX_PROCESS_ID, or from a scheduler that jax.distributed detects
+    (SLURM, Open MPI) running more than one task. A single process does nothing. Raises
+    ConfigError naming a missing or malformed variable."""
+    if jax.distributed.is_initialized():
+        return
+    address = os.environ.get("JAX_COORDINATOR_ADDRESS")
+    if address:
+        values = {}
+        for name in ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
+            try:
+                values[name] = int(os.environ[name])
+            except (KeyError, ValueError):
+                raise config_lib.ConfigError(
+                    f"{name}: an integer is required with JAX_COORDINATOR_ADDRESS, got "
+                    f"{os.environ.get(name)!r}") from None
+        if not 0 <= values["JAX_PROCESS_ID"] < values["JAX_NUM_PROCESSES"]:
+            raise config_lib.ConfigError(
+                f"JAX_PROCESS_ID: must be in [0, JAX_NUM_PROCESSES), got "
+                f"{values['JAX_PROCESS_ID']} of {values['JAX_NUM_PROCESSES']}")
+        kwargs = dict(coordinator_address=address, num_processes=values["JAX_NUM_PROCESSES"],
+                      process_id=values["JAX_PROCESS_ID"])
+    elif any(os.environ.get(v, "1").isdigit() and int(os.environ[v]) > 1
+             for v in _SCHEDULERS.values() if v in os.environ):
+        kwargs = {}
+    else:
+        return
+    # CPU devices exchange gradients through gloo (no effect on GPU or TPU collectives)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(**kwargs)
 
 
 def make_mesh() -> Mesh:
