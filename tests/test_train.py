@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 
 import jax
 import numpy as np
@@ -391,25 +392,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_processes(n: int, args: list[str], timeout: float = 300) -> list[dict]:
+def run_processes(n: int, args: list[str], logs: pathlib.Path, timeout: float = 480
+                  ) -> list[dict]:
     """`train/az.py args` as `n` processes of one CPU device each, joined through a
-    coordinator on localhost; each one's report (TWO_PROCESSES)."""
+    coordinator on localhost; each one's report (TWO_PROCESSES). Their output goes to files
+    in `logs` (a full pipe would stall one, and with it the other); all are killed after
+    `timeout` seconds together, or when one fails."""
     port, procs = free_port(), []
+    logs.mkdir(exist_ok=True)
     for i in range(n):
         env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "",
                "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": str(n),
                "JAX_PROCESS_ID": str(i)}
-        procs.append(subprocess.Popen([sys.executable, "-c", TWO_PROCESSES, str(ROOT), *args],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
+        with open(logs / f"{i}.out", "w") as out, open(logs / f"{i}.err", "w") as err:
+            procs.append(subprocess.Popen([sys.executable, "-c", TWO_PROCESSES, str(ROOT),
+                                           *args], env=env, stdout=out, stderr=err))
+    deadline = time.monotonic() + timeout
     try:
-        outputs = [proc.communicate(timeout=timeout) for proc in procs]
-    finally:  # a process left waiting for its peer would hold the port
+        while time.monotonic() < deadline:
+            codes = [proc.poll() for proc in procs]
+            if None not in codes or any(codes):  # all done, or one failed
+                break
+            time.sleep(1)
+    finally:  # jax.distributed catches SIGTERM: kill
         for proc in procs:
             proc.kill()
-    for proc, (out, err) in zip(procs, outputs):
-        assert proc.returncode == 0, err[-3000:]
-    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+            proc.wait()
+    for i, proc in enumerate(procs):
+        assert proc.returncode == 0, (logs / f"{i}.err").read_text()[-3000:]
+    return [json.loads((logs / f"{i}.out").read_text().strip().splitlines()[-1])
+            for i in range(n)]
 
 
 def test_two_processes_train_one_model(tmp_path):
@@ -421,7 +433,7 @@ def test_two_processes_train_one_model(tmp_path):
     config.write_text(yaml.safe_dump({**TINY, "evaluation": {"opponents": []},
                                       "training": {**TINY["training"], "iterations": 2},
                                       "run": {"dir": str(run_dir)}}))
-    reports = run_processes(2, ["--config", str(config)])
+    reports = run_processes(2, ["--config", str(config)], tmp_path / "logs")
     assert [(r["code"], r["process"], r["processes"]) for r in reports] == [(0, 0, 2), (0, 1, 2)]
     batch = TINY["selfplay"]["batch_size"]
     for r in reports:  # each process plays half of the games of a mesh over both
@@ -434,13 +446,50 @@ def test_two_processes_train_one_model(tmp_path):
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["1", "2"]
     assert [json.loads(line)["iteration"] for line in (run_dir / "metrics.jsonl").open()] \
         == [1, 2]
-    reports = run_processes(2, ["--resume", str(run_dir), "--set", "training.iterations=3"])
-    assert [s["iteration"] for r in reports for s in r["saved"]] == [3, 3]
+    reports = run_processes(2, ["--resume", str(run_dir), "--set", "training.iterations=3"],
+                            tmp_path / "logs")
+    assert [[s["iteration"] for s in r["saved"]] for r in reports] == [[3]] * 2
     assert reports[0]["saved"] == reports[1]["saved"]
-    assert reports[0]["saved"][0]["updates"] == first[-1]["updates"] + 2
+    assert reports[0]["saved"][-1]["updates"] == first[-1]["updates"] + 2
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["2", "3"]
     assert [json.loads(line)["iteration"] for line in (run_dir / "metrics.jsonl").open()] \
         == [1, 2, 3]
+    resumed = f"resumed {run_dir / 'checkpoints' / '2'} "
+    assert [(tmp_path / "logs" / f"{i}.out").read_text().count(resumed) for i in (0, 1)] \
+        == [1, 0]  # said once
+
+
+COORDINATED = {"JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234", "JAX_NUM_PROCESSES": "2",
+               "JAX_PROCESS_ID": "1"}
+
+
+@pytest.mark.parametrize("environ, expected", [
+    ({}, None),
+    ({"SLURM_STEP_NUM_TASKS": "1", "SLURM_NTASKS": "8"}, None),  # a batch script's process
+    ({"SLURM_STEP_NUM_TASKS": "8"}, {}),  # srun's: jax reads the rest
+    ({"OMPI_COMM_WORLD_SIZE": "2"}, {}),
+    (COORDINATED, {"coordinator_address": "10.0.0.1:1234", "num_processes": 2,
+                   "process_id": 1}),
+])
+def test_processes_join_from_the_environment(environ, expected):
+    assert T.distributed_args(environ) == expected
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"JAX_NUM_PROCESSES": None}, "JAX_NUM_PROCESSES"),
+    ({"JAX_PROCESS_ID": "one"}, "JAX_PROCESS_ID"),
+    ({"JAX_PROCESS_ID": "2"}, "JAX_PROCESS_ID"),  # of 2: 0 or 1
+])
+def test_a_bad_process_variable_is_reported_by_name(change, key, monkeypatch, capsys):
+    environ = {k: v for k, v in {**COORDINATED, **change}.items() if v is not None}
+    with pytest.raises(ConfigError, match=f"^{key}: "):
+        T.distributed_args(environ)
+    for name in COORDINATED:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert az.main(["--config", "unused.yaml"]) == 2  # before joining anything
+    assert capsys.readouterr().err.startswith(f"error: {key}: ")
 
 
 def test_replay_targets_are_the_final_utility_minus_the_baseline():

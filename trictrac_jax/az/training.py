@@ -33,41 +33,44 @@ class TrainState:
     key: jax.Array  # uint32[2], the run's RNG (a raw key, checkpointable)
 
 
-# Schedulers whose processes jax.distributed finds by itself: their process-count variable.
-_SCHEDULERS = {"SLURM": "SLURM_NTASKS", "Open MPI": "OMPI_COMM_WORLD_SIZE"}
+# Launchers whose processes jax.distributed finds by itself: the variable each sets to the
+# number of processes it started (srun sets SLURM_STEP_NUM_TASKS for its step only, so a
+# batch script's own process is not mistaken for one of several).
+_LAUNCHERS = ("SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE")
+
+
+def distributed_args(environ) -> dict | None:
+    """The arguments of `jax.distributed.initialize` for the process `environ` describes:
+    from JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID, or {} (jax detects
+    the rest) under a launcher that started several processes (srun, Open MPI's mpirun);
+    None for a single process. Raises ConfigError naming a missing or malformed variable."""
+    address = environ.get("JAX_COORDINATOR_ADDRESS")
+    if not address:
+        return {} if any(environ.get(v, "").isdigit() and int(environ[v]) > 1
+                         for v in _LAUNCHERS) else None
+    values = {}
+    for name in ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
+        try:
+            values[name] = int(environ[name])
+        except (KeyError, ValueError):
+            raise config_lib.ConfigError(
+                f"{name}: an integer is required with JAX_COORDINATOR_ADDRESS, got "
+                f"{environ.get(name)!r}") from None
+    count, index = values["JAX_NUM_PROCESSES"], values["JAX_PROCESS_ID"]
+    if not 0 <= index < count:
+        raise config_lib.ConfigError(
+            f"JAX_PROCESS_ID: must be in [0, JAX_NUM_PROCESSES = {count}), got {index}")
+    return dict(coordinator_address=address, num_processes=count, process_id=index)
 
 
 def maybe_init_distributed():
-    """Join a multi-process run, before any JAX computation: from JAX_COORDINATOR_ADDRESS,
-    JAX_NUM_PROCESSES and JAX_PROCESS_ID, or from a scheduler that jax.distributed detects
-    (SLURM, Open MPI) running more than one task. A single process does nothing. Raises
-    ConfigError naming a missing or malformed variable."""
-    if jax.distributed.is_initialized():
-        return
-    address = os.environ.get("JAX_COORDINATOR_ADDRESS")
-    if address:
-        values = {}
-        for name in ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
-            try:
-                values[name] = int(os.environ[name])
-            except (KeyError, ValueError):
-                raise config_lib.ConfigError(
-                    f"{name}: an integer is required with JAX_COORDINATOR_ADDRESS, got "
-                    f"{os.environ.get(name)!r}") from None
-        if not 0 <= values["JAX_PROCESS_ID"] < values["JAX_NUM_PROCESSES"]:
-            raise config_lib.ConfigError(
-                f"JAX_PROCESS_ID: must be in [0, JAX_NUM_PROCESSES), got "
-                f"{values['JAX_PROCESS_ID']} of {values['JAX_NUM_PROCESSES']}")
-        kwargs = dict(coordinator_address=address, num_processes=values["JAX_NUM_PROCESSES"],
-                      process_id=values["JAX_PROCESS_ID"])
-    elif any(os.environ.get(v, "1").isdigit() and int(os.environ[v]) > 1
-             for v in _SCHEDULERS.values() if v in os.environ):
-        kwargs = {}
-    else:
+    """Join a multi-process run (`distributed_args`); call it before any JAX computation."""
+    args = distributed_args(os.environ)
+    if args is None or jax.distributed.is_initialized():
         return
     # CPU devices exchange gradients through gloo (no effect on GPU or TPU collectives)
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(**kwargs)
+    jax.distributed.initialize(**args)
 
 
 def make_mesh() -> Mesh:
