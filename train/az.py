@@ -99,9 +99,8 @@ def resume(args, log) -> tuple[dict, Resumed]:
         saved = T.saved_config(directory, step)
         config = resumed_config(saved, args.set, run_dir)
         config_lib.check_devices(config, jax.device_count())
-        state = C.restore_state(directory, step, T.trainer_for(config).abstract_state())
-        return saved, config, state
-    step, (saved, config, state) = C.newest_intact(directory, load, log)
+        return saved, config, T.restore_state(directory, step, config)
+    step, (saved, config, state) = C.first_intact(directory, load, log)
     log(f"resumed {C.describe(directory, step, saved)}, {int(state.step)} updates")
     lines, elapsed = metrics_until(run_dir / "metrics.jsonl", step)
     return config, Resumed(state, step, lines, elapsed)
@@ -235,7 +234,9 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
         (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         # the iterations after the checkpoint are played again
         write_atomically(run_dir / "metrics.jsonl", resumed.metrics)
-        for path, target in C.set_aside_after(run_dir / "checkpoints", start):
+        for path, target, why in C.set_aside(run_dir / "checkpoints", start):
+            if why:  # an earlier checkpoint orbax would stop at
+                log(f"skipped {why}")
             log(f"moved {path} to {target}")
     if jax.process_count() > 1:  # the others list the checkpoints after the set-aside
         multihost_utils.sync_global_devices("run directory ready")

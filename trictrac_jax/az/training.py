@@ -239,12 +239,24 @@ def _to_stderr(line: str):
     print(line, file=sys.stderr, flush=True)
 
 
-def load_params(path, which: str = "best", log=_to_stderr):
-    """(params, config) of a checkpoint: a run directory (its `which` = best or latest
-    checkpoint) or one checkpoint's directory. Logs which checkpoint it loaded."""
-    directory, step, found_as = C.resolve(path, which)
-    config = saved_config(directory, step)
-    params = C.restore_state(directory, step, trainer_for(config).abstract_state()).params
-    log(f"loaded {C.describe(directory, step, config, found_as)}")
-    return params, config
+def restore_state(directory, step: int, config: dict) -> TrainState:
+    """A checkpoint's training state, placed as `config`'s trainer places it."""
+    return C.restore_state(directory, step, trainer_for(config).abstract_state())
 
+
+def load_params(path, which: str = "best", log=_to_stderr):
+    """(params, config) of a checkpoint: a run directory's `which` = best or latest intact
+    checkpoint (logging each one it skips) or one checkpoint's directory. Logs which
+    checkpoint it loaded."""
+    directory, step = C.resolve(path)
+
+    def load(step):
+        config = saved_config(directory, step)
+        return restore_state(directory, step, config).params, config
+    if step is not None:
+        params, config = load(step)
+        which = ""
+    else:
+        step, (params, config) = C.first_intact(directory, load, log, which)
+    log(f"loaded {C.describe(directory, step, config, which)}")
+    return params, config
