@@ -183,10 +183,12 @@ def test_run_logs_metrics_and_checkpoints(run):
     assert yaml.safe_load((run_dir / "config.yaml").read_text())["network"]["width"] == 16
 
 
-def test_resume_continues_from_the_last_checkpoint(run, capsys):
+def test_resume_continues_from_the_last_checkpoint(run, capsys, caplog):
     run_dir, killed = run
     assert az.main(["--resume", str(run_dir)]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    # nothing from orbax: no parse errors, no warnings
+    assert err == "" and [r for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert f"resumed {run_dir / 'checkpoints' / '2'} (vs random " in out
     assert f"), {killed[1]['updates']} updates\n" in out
     # the resumed iteration 3 replaces the killed one, its clock going on from iteration 2's
@@ -507,20 +509,24 @@ def test_two_processes_train_one_model(tmp_path):
     """2 processes x 1 CPU device (jax.distributed, gloo): the games are split over both,
     the gradients reduced across them, so that both hold the same parameters after each
     update; the run's files are written once, and a resume (its latest checkpoint damaged)
-    goes on with both."""
+    goes on with both from the checkpoint before."""
     run_dir = tmp_path / "run"
     config = tmp_path / "tiny.yaml"
+    # Games end after 6 of the 8 decisions an iteration plays: 24 of the first iteration's
+    # 32 decisions are ready, too few to train on; the second one trains. So the first
+    # checkpoint holds the state as made at the start.
     config.write_text(yaml.safe_dump({**TINY, "evaluation": {"opponents": []},
+                                      "replay": {**TINY["replay"], "min_size": 32},
                                       "training": {**TINY["training"], "iterations": 2},
                                       "run": {"dir": str(run_dir)}}))
     reports = run_processes(2, ["--config", str(config)], tmp_path / "logs")
     assert [(r["code"], r["process"], r["processes"]) for r in reports] == [(0, 0, 2), (0, 1, 2)]
-    batch = TINY["selfplay"]["batch_size"]
+    batch, updates = TINY["selfplay"]["batch_size"], TINY["training"]["updates_per_iteration"]
     for r in reports:  # each process plays half of the games of a mesh over both
         assert r["games"] == [[2, batch // 2]] * 2
         assert [s["params_devices"] for s in r["saved"]] == [2, 2]
     first, second = (r["saved"] for r in reports)
-    assert [s["iteration"] for s in first] == [1, 2] and first[-1]["updates"] > 0
+    assert [(s["iteration"], s["updates"]) for s in first] == [(1, 0), (2, updates)]
     assert first == second  # the same parameters on both, after each iteration
     assert first[0]["params"] != first[1]["params"]  # and trained between them
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["1", "2"]
@@ -529,9 +535,11 @@ def test_two_processes_train_one_model(tmp_path):
     garble(run_dir / "checkpoints" / "2" / "metrics" / "metrics")
     reports = run_processes(2, ["--resume", str(run_dir), "--set", "training.iterations=3"],
                             tmp_path / "logs")
-    assert [[s["iteration"] for s in r["saved"]] for r in reports] == [[2, 3]] * 2
-    assert reports[0]["saved"] == reports[1]["saved"]
-    assert reports[0]["saved"][-1]["updates"] == first[0]["updates"] + 2 * 2
+    resumed = reports[0]["saved"]
+    assert reports[1]["saved"] == resumed
+    # from checkpoint 1: iteration 2 again (self-play restarts: no training yet), then 3
+    assert [(s["iteration"], s["updates"]) for s in resumed] == [(2, 0), (3, updates)]
+    assert resumed[0]["params"] == first[0]["params"]
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["2", "3"]
     assert sorted(p.name for p in (run_dir / "skipped_checkpoints").iterdir()) == ["2"]
     assert [json.loads(line)["iteration"] for line in (run_dir / "metrics.jsonl").open()] \

@@ -149,23 +149,31 @@ class Trainer:
 
     # --- state ---------------------------------------------------------------------------
 
-    def init_state(self, key) -> TrainState:
+    def _new_state(self, key) -> TrainState:
         k_params, k_run = jax.random.split(key)
         params = N.init_params(self.net, k_params)
-        state = TrainState(params=params, opt_state=self.optimizer.init(params),
-                           step=jnp.int32(0), key=k_run)
-        return jax.device_put(state, self.replicated)
+        return TrainState(params=params, opt_state=self.optimizer.init(params),
+                          step=jnp.int32(0), key=k_run)
+
+    def _replicate(self, tree):
+        """`tree` on every device, put there from the host: with several processes, a jax
+        array of this process put on all processes' devices is broken (jax 0.10.2: orbax
+        cannot save it); a numpy array is not."""
+        return jax.device_put(jax.device_get(tree), self.replicated)
+
+    def init_state(self, key) -> TrainState:
+        return self._replicate(self._new_state(key))
 
     def warm_state(self, state: TrainState, params) -> TrainState:
         """`state` with the network `params` (same shapes) and a fresh optimiser for them."""
         params = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype), params,
                               jax.device_get(state.params))
-        state = state.replace(params=params, opt_state=self.optimizer.init(params))
-        return jax.device_put(state, self.replicated)
+        return self._replicate(state.replace(params=params,
+                                             opt_state=self.optimizer.init(params)))
 
     def abstract_state(self) -> TrainState:
         """Shapes, dtypes and shardings of a TrainState, to restore a checkpoint into."""
-        shapes = jax.eval_shape(self.init_state, jax.random.PRNGKey(0))
+        shapes = jax.eval_shape(self._new_state, jax.random.PRNGKey(0))
         return jax.tree.map(
             lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=self.replicated), shapes)
 
