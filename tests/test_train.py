@@ -344,7 +344,9 @@ def test_a_damaged_earlier_checkpoint_is_set_aside(run, tmp_path):
     assert [(path, target) for path, target, _ in moved] == \
         [(earlier, copy / "skipped_checkpoints" / earlier.name)]
     assert moved[0][2].startswith(f"{earlier}: cannot read metrics/metrics (JSONDecodeError")
-    assert C.Checkpointer(copy, 2).manager.all_steps() == [int(newest.name)]
+    checkpointer = C.Checkpointer(copy, 2)  # which reads the metrics of those left
+    assert checkpointer.manager.all_steps() == [int(newest.name)]
+    checkpointer.close()
 
 
 RESUME_COPY = textwrap.dedent("""

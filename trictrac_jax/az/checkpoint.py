@@ -34,11 +34,13 @@ def _quiet_closed_loop(previous=sys.unraisablehook):
 
 
 def _unread_failed_read(record: logging.LogRecord) -> bool:
-    """The other reads of a failed restore that fail too, their tasks collected later,
-    log 'Task exception was never retrieved' with a traceback: the failure is reported."""
-    message = record.getMessage()
-    return not (message.startswith("Task exception was never retrieved")
-                and "coro=<async_deserialize()" in message)
+    """The other reads of a failed restore fail too, and asyncio logs each one it collects
+    unread ('Future exception was never retrieved', or 'Task ...', with the traceback of a
+    tensorstore error): the failure is reported already. Drop those records."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not (record.getMessage().startswith(("Future exception was never retrieved",
+                                                 "Task exception was never retrieved"))
+                and "tensorstore_spec" in str(error))
 
 
 sys.unraisablehook = _quiet_closed_loop()
