@@ -460,7 +460,8 @@ TWO_PROCESSES = textwrap.dedent("""
     def record_selfplay(self, *args):
         actors, buffer, stats = selfplay(self, *args)
         obs = actors.states.observation
-        seen["games"].append([len(obs.sharding.device_set), obs.addressable_shards[0].data.shape[0]])
+        shard = obs.addressable_shards[0].data.shape[0]
+        seen["games"].append([len(obs.sharding.device_set), shard])
         return actors, buffer, stats
     C.Checkpointer.save, T.Trainer.selfplay = record_save, record_selfplay
     code = az.main(sys.argv[2:])
