@@ -22,6 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 import yaml  # noqa: E402
+from jax.experimental import multihost_utils  # noqa: E402
 
 from trictrac_jax.az import champion  # noqa: E402
 from trictrac_jax.az import checkpoint as C  # noqa: E402
@@ -106,9 +107,8 @@ def resume(args, log) -> tuple[dict, Resumed]:
         saved = T.saved_config(directory, step)
         config = resumed_config(saved, args.set, run_dir)
         config_lib.check_devices(config, jax.device_count())
-        state = C.restore_state(directory, step, T.trainer_for(config).abstract_state())
-        return saved, config, state
-    step, (saved, config, state) = C.newest_intact(directory, load, log)
+        return saved, config, T.restore_state(directory, step, config)
+    step, (saved, config, state) = C.first_intact(directory, load, log)
     log(f"resumed {C.describe(directory, step, saved)}, {int(state.step)} updates")
     lines, elapsed = metrics_until(run_dir / "metrics.jsonl", step)
     return config, Resumed(state, step, lines, elapsed)
@@ -236,13 +236,20 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
     state = state.replace(key=key)
 
     run_dir = pathlib.Path(config["run"]["dir"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    if jax.process_index() == 0:  # the iterations after the checkpoint are played again
+    lead = jax.process_index() == 0  # writes the run's files; all processes save checkpoints
+    if lead:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        # the iterations after the checkpoint are played again
         write_atomically(run_dir / "metrics.jsonl", resumed.metrics)
-        for path, target in C.set_aside_after(run_dir / "checkpoints", start):
+        for path, target, why in C.set_aside(run_dir / "checkpoints", start):
+            if why:  # an earlier checkpoint orbax would stop at
+                log(f"skipped {why}")
             log(f"moved {path} to {target}")
-    writer = open_tensorboard(run_dir, start) if config["logging"]["tensorboard"] else None
+    if jax.process_count() > 1:  # the others list the checkpoints after the set-aside
+        multihost_utils.sync_global_devices("run directory ready")
+    writer = open_tensorboard(run_dir, start) \
+        if lead and config["logging"]["tensorboard"] else None
     checkpoints = C.Checkpointer(run_dir, config["checkpoint"]["keep_last"])
     # elapsed_s goes on from the checkpoint's
     score, record, t_start = -1.0, {}, time.time() - resumed.elapsed_s
@@ -262,7 +269,7 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
                 record.update(evaluate(evaluators, state.params,
                                        jax.random.fold_in(state.key, it)))
                 score = record[f"vs_{ev['opponents'][0]}"]
-            if jax.process_index() == 0:
+            if lead:
                 with open(run_dir / "metrics.jsonl", "a") as f:
                     f.write(json.dumps(record) + "\n")
                 if writer is not None:
@@ -284,9 +291,11 @@ def main(argv=None):
     if args.init_from and args.resume is not None:
         print("error: --init-from starts a new run; --resume continues one", file=sys.stderr)
         return 2
-    log = lambda line: print(line, flush=True)  # noqa: E731
     try:
         T.maybe_init_distributed()  # a resume restores onto all the devices
+        # one process reports; errors come from each
+        log = (lambda line: print(line, flush=True)) if jax.process_index() == 0 else \
+            (lambda line: None)
         config, resumed = (new_config(args), None) if args.resume is None else \
             resume(args, log)
         train(config, resumed, log)

@@ -1,16 +1,19 @@
 """Checkpoints (orbax): the training state and the config, keeping the best and the last K.
 
-Layout: RUN_DIR/checkpoints/<iteration>/{state,config}. Every failure to find or read a
-checkpoint raises `CheckpointError` with the path and the reason.
+Layout: RUN_DIR/checkpoints/<iteration>/{state,config,metrics,_CHECKPOINT_METADATA}. Every
+failure to find or read a checkpoint raises `CheckpointError` with the path and the reason.
+Reading goes through no orbax manager, which reads the metadata and metrics of every
+checkpoint: a damaged file stops only its own checkpoint, and `first_intact` goes on to the
+next one.
 """
 from __future__ import annotations
 
+import json
 import logging
 import pathlib
 import re
 import shutil
 import sys
-from typing import NamedTuple
 
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers as policies
@@ -30,7 +33,18 @@ def _quiet_closed_loop(previous=sys.unraisablehook):
     return hook
 
 
+def _unread_failed_read(record: logging.LogRecord) -> bool:
+    """The other reads of a failed restore fail too, and asyncio logs each one it collects
+    unread ('Future exception was never retrieved', or 'Task ...', with the traceback of a
+    tensorstore error): the failure is reported already. Drop those records."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not (record.getMessage().startswith(("Future exception was never retrieved",
+                                                 "Task exception was never retrieved"))
+                and "tensorstore_spec" in str(error))
+
+
 sys.unraisablehook = _quiet_closed_loop()
+logging.getLogger("asyncio").addFilter(_unread_failed_read)
 
 METRIC = "score"  # the win rate used to rank checkpoints (vs the first eval opponent)
 
@@ -39,23 +53,19 @@ class CheckpointError(RuntimeError):
     """A checkpoint that is missing or cannot be read; the message names the path."""
 
 
-def _manager(directory: pathlib.Path, keep_last: int = 1, create: bool = False):
-    options = ocp.CheckpointManagerOptions(
-        create=create, best_fn=lambda m: m[METRIC], best_mode="max",
-        preservation_policy=policies.AnyPreservationPolicy([
-            policies.LatestN(n=keep_last),
-            policies.BestN(get_metric_fn=lambda m: m[METRIC], n=1,
-                           keep_checkpoints_without_metrics=False)]))
-    return ocp.CheckpointManager(directory.absolute(), options=options,
-                                 item_names=("state", "config"))
-
-
 class Checkpointer:
     """Saves to RUN_DIR/checkpoints every call, keeping the best and the last `keep_last`."""
 
     def __init__(self, run_dir, keep_last: int):
         self.directory = pathlib.Path(run_dir) / "checkpoints"
-        self.manager = _manager(self.directory, keep_last, create=True)
+        options = ocp.CheckpointManagerOptions(
+            create=True, best_fn=lambda m: m[METRIC], best_mode="max",
+            preservation_policy=policies.AnyPreservationPolicy([
+                policies.LatestN(n=keep_last),
+                policies.BestN(get_metric_fn=lambda m: m[METRIC], n=1,
+                               keep_checkpoints_without_metrics=False)]))
+        self.manager = ocp.CheckpointManager(self.directory.absolute(), options=options,
+                                             item_names=("state", "config"))
 
     def save(self, iteration: int, state, config: dict, score: float):
         """`state`: a pytree of arrays; `score`: higher is better (best checkpoint)."""
@@ -68,62 +78,108 @@ class Checkpointer:
         self.manager.close()
 
 
-class Found(NamedTuple):
-    directory: pathlib.Path  # RUN_DIR/checkpoints
-    step: int  # the iteration
-    which: str  # "latest" or "best" when found in a run, "" when given by its directory
+def steps(directory: pathlib.Path) -> list[int]:
+    """The iterations checkpointed in `directory`, newest first: its directories named by a
+    number (orbax writes a checkpoint under another name and renames it once complete);
+    none if `directory` is not one."""
+    if not directory.is_dir():
+        return []
+    try:
+        return sorted((int(p.name) for p in directory.iterdir()
+                       if p.name.isdigit() and p.is_dir()), reverse=True)
+    except OSError as e:
+        raise CheckpointError(f"{directory}: cannot list checkpoints ({_reason(e)})") from None
 
 
-def resolve(path, which: str = "latest") -> Found:
-    """The checkpoint given as a run directory (its `which` = latest or best checkpoint), a
-    checkpoints directory, or one iteration's directory."""
+def _read_json(path: pathlib.Path, name: str) -> dict:
+    try:
+        value = json.loads((path / name).read_text())
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing file {name}") from None
+    except (OSError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
+        raise CheckpointError(f"{path}: cannot read {name} ({_reason(e)})") from None
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path}: cannot read {name} (not a JSON object)")
+    return value
+
+
+def score(directory: pathlib.Path, step: int) -> float:
+    """The checkpoint's score, once its orbax metadata and metrics read (CheckpointError
+    naming the file otherwise): orbax's manager reads both of every checkpoint, and would
+    stop, or log parse errors, at a damaged one."""
+    path = directory / str(step)
+    if not any(path.iterdir()):
+        raise CheckpointError(f"{path}: empty directory")
+    _read_json(path, "_CHECKPOINT_METADATA")
+    value = _read_json(path, "metrics/metrics").get(METRIC)
+    if not isinstance(value, (int, float)):
+        raise CheckpointError(f"{path}: cannot read metrics/metrics (no number {METRIC!r})")
+    return float(value)
+
+
+def resolve(path) -> tuple[pathlib.Path, int | None]:
+    """(checkpoints directory, iteration) of a checkpoint given as its own directory, or
+    (checkpoints directory, None) of a run directory or a checkpoints directory."""
     path = pathlib.Path(path)
     if not path.exists():
         raise CheckpointError(f"{path}: no such file or directory")
     if path.name.isdigit() and (path / "state").exists():
-        return Found(path.parent, int(path.name), "")
-    directory = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-    try:
-        manager = _manager(directory)
-        step = manager.best_step() if which == "best" else manager.latest_step()
-    except Exception as e:  # orbax reports unreadable metadata in various exception types
-        raise CheckpointError(f"{directory}: cannot list checkpoints ({_reason(e)})") from None
-    if step is None:
-        raise CheckpointError(f"{directory}: no checkpoint found")
-    return Found(directory, step, which)
+        return path.parent, int(path.name)
+    return (path / "checkpoints" if (path / "checkpoints").is_dir() else path), None
 
 
-def newest_intact(directory: pathlib.Path, load, log):
-    """(step, load(step)) for the newest step of `directory` that `load` restores, logging
-    `skipped ...` for each newer one it raises CheckpointError on."""
-    try:
-        steps = sorted(_manager(directory).all_steps(), reverse=True)
-    except Exception as e:
-        raise CheckpointError(f"{directory}: cannot list checkpoints ({_reason(e)})") from None
+def first_intact(directory: pathlib.Path, load, log, which: str = "latest"):
+    """(step, load(step)) for the first checkpoint of `directory`, newest first or, with
+    `which` = "best", highest score first (the newer of equal scores), whose files read
+    and that `load` restores, logging `skipped DIR: why` for each one passed over."""
     skipped = []
-    for step in steps:
+
+    def skip(e: CheckpointError):
+        log(f"skipped {e}")
+        skipped.append(f"\n  {e}")
+    order = steps(directory)
+    if which == "best":
+        scores = {}
+        for step in order:
+            try:
+                scores[step] = score(directory, step)
+            except CheckpointError as e:
+                skip(e)
+        order = sorted(scores, key=lambda s: (scores[s], s), reverse=True)
+    for step in order:
         try:
+            score(directory, step)
             return step, load(step)
         except CheckpointError as e:
-            log(f"skipped {e}")
-            skipped.append(f"\n  {e}")
-    raise CheckpointError(f"{directory}: no intact checkpoint" + (
-        f"; tried:{''.join(skipped)}" if skipped else " found"))
+            skip(e)
+    raise CheckpointError(f"{directory}: no intact checkpoint; tried:{''.join(skipped)}"
+                          if skipped else f"{directory}: no checkpoint found")
 
 
-def set_aside_after(directory: pathlib.Path, step: int
-                    ) -> list[tuple[pathlib.Path, pathlib.Path]]:
-    """Move the checkpoints after `step`, those a resume skipped, to
-    RUN_DIR/skipped_checkpoints: orbax would not save the iterations played again over
-    them. Returns the (from, to) paths."""
+def _damage(directory: pathlib.Path, step: int) -> str:
+    """Why the checkpoint's metadata or metrics do not read (`score`), or ""."""
+    try:
+        score(directory, step)
+        return ""
+    except CheckpointError as e:
+        return str(e)
+
+
+def set_aside(directory: pathlib.Path, step: int
+              ) -> list[tuple[pathlib.Path, pathlib.Path, str]]:
+    """Move to RUN_DIR/skipped_checkpoints the checkpoints after `step`, which a resume
+    skipped (orbax would not save the iterations played again over them), and the earlier
+    ones whose metadata or metrics do not read (`score`). Returns (from, to, why), why ""
+    for a later one."""
     moved = []
-    for path in sorted(directory.glob("[0-9]*")):
-        if path.name.isdigit() and int(path.name) > step:
-            target = directory.parent / "skipped_checkpoints" / path.name
+    for s in steps(directory):
+        why = "" if s > step else _damage(directory, s)
+        if s > step or why:
+            path, target = directory / str(s), directory.parent / "skipped_checkpoints" / str(s)
             if target.exists():  # set aside by an earlier resume
                 shutil.rmtree(target)
             target.parent.mkdir(exist_ok=True)
-            moved.append((path, path.rename(target)))
+            moved.append((path, path.rename(target), why))
     return moved
 
 
@@ -131,31 +187,32 @@ def describe(directory: pathlib.Path, step: int, config: dict, which: str = "") 
     """'RUN_DIR/checkpoints/85 (best: vs greedy 0.420)': the checkpoint and its score against
     the first evaluation opponent of its `config`."""
     try:
-        score = (_manager(directory).metrics(step) or {}).get(METRIC, -1.0)
-    except Exception:  # the metrics are a label here, the checkpoint itself is intact
-        score = -1.0
+        value = score(directory, step)
+    except CheckpointError:  # the metrics are a label here, the checkpoint itself is intact
+        value = -1.0
     opponents = config["evaluation"]["opponents"]
-    rank = f"vs {opponents[0]} {score:.3f}" if opponents and score >= 0 else "not evaluated"
+    rank = f"vs {opponents[0]} {value:.3f}" if opponents and value >= 0 else "not evaluated"
     return f"{directory / str(step)} ({f'{which}: {rank}' if which else rank})"
 
 
 def restore_config(directory: pathlib.Path, step: int) -> dict:
+    path = directory / str(step)
     try:
-        return _manager(directory).restore(step, args=ocp.args.Composite(
-            config=ocp.args.JsonRestore()))["config"]
+        return ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(
+            (path / "config").absolute(), args=ocp.args.JsonRestore())
     except Exception as e:
-        raise CheckpointError(f"{directory / str(step)}: cannot read its config "
-                              f"({_reason(e, directory / str(step))})") from None
+        raise CheckpointError(f"{path}: cannot read its config ({_reason(e, path)})") from None
 
 
 def restore_state(directory: pathlib.Path, step: int, abstract_state):
     """The saved state, with the structure, shapes and shardings of `abstract_state`."""
+    path = directory / str(step)
     try:
-        return _manager(directory).restore(step, args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract_state)))["state"]
+        return ocp.Checkpointer(ocp.StandardCheckpointHandler()).restore(
+            (path / "state").absolute(), args=ocp.args.StandardRestore(abstract_state))
     except Exception as e:
-        raise CheckpointError(f"{directory / str(step)}: cannot restore the training state "
-                              f"({_reason(e, directory / str(step))})") from None
+        raise CheckpointError(f"{path}: cannot restore the training state "
+                              f"({_reason(e, path)})") from None
 
 
 # Tensorstore errors append the JSON specs of the stores they opened, and pybind11 may show

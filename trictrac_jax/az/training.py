@@ -33,10 +33,44 @@ class TrainState:
     key: jax.Array  # uint32[2], the run's RNG (a raw key, checkpointable)
 
 
+# Launchers whose processes jax.distributed finds by itself: the variable each sets to the
+# number of processes it started (srun sets SLURM_STEP_NUM_TASKS for its step only, so a
+# batch script's own process is not mistaken for one of several).
+_LAUNCHERS = ("SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE")
+
+
+def distributed_args(environ) -> dict | None:
+    """The arguments of `jax.distributed.initialize` for the process `environ` describes:
+    from JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID, or {} (jax detects
+    the rest) under a launcher that started several processes (srun, Open MPI's mpirun);
+    None for a single process. Raises ConfigError naming a missing or malformed variable."""
+    address = environ.get("JAX_COORDINATOR_ADDRESS")
+    if not address:
+        return {} if any(environ.get(v, "").isdigit() and int(environ[v]) > 1
+                         for v in _LAUNCHERS) else None
+    values = {}
+    for name in ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
+        try:
+            values[name] = int(environ[name])
+        except (KeyError, ValueError):
+            raise config_lib.ConfigError(
+                f"{name}: an integer is required with JAX_COORDINATOR_ADDRESS, got "
+                f"{environ.get(name)!r}") from None
+    count, index = values["JAX_NUM_PROCESSES"], values["JAX_PROCESS_ID"]
+    if not 0 <= index < count:
+        raise config_lib.ConfigError(
+            f"JAX_PROCESS_ID: must be in [0, JAX_NUM_PROCESSES = {count}), got {index}")
+    return dict(coordinator_address=address, num_processes=count, process_id=index)
+
+
 def maybe_init_distributed():
-    """Multi-host: join the cluster when JAX's coordinator variables are set."""
-    if os.environ.get("JAX_COORDINATOR_ADDRESS") and not jax.distributed.is_initialized():
-        jax.distributed.initialize()
+    """Join a multi-process run (`distributed_args`); call it before any JAX computation."""
+    args = distributed_args(os.environ)
+    if args is None or jax.distributed.is_initialized():
+        return
+    # CPU devices exchange gradients through gloo (no effect on GPU or TPU collectives)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(**args)
 
 
 def make_mesh() -> Mesh:
@@ -115,12 +149,20 @@ class Trainer:
 
     # --- state ---------------------------------------------------------------------------
 
-    def init_state(self, key) -> TrainState:
+    def _new_state(self, key) -> TrainState:
         k_params, k_run = jax.random.split(key)
         params = N.init_params(self.net, k_params)
-        state = TrainState(params=params, opt_state=self.optimizer.init(params),
-                           step=jnp.int32(0), key=k_run)
-        return jax.device_put(state, self.replicated)
+        return TrainState(params=params, opt_state=self.optimizer.init(params),
+                          step=jnp.int32(0), key=k_run)
+
+    def _replicate(self, tree):
+        """`tree` on every device, put there from the host: with several processes, a jax
+        array of this process put on all processes' devices is broken (jax 0.10.2: orbax
+        cannot save it); a numpy array is not."""
+        return jax.device_put(jax.device_get(tree), self.replicated)
+
+    def init_state(self, key) -> TrainState:
+        return self._replicate(self._new_state(key))
 
     def warm_state(self, state: TrainState, params) -> TrainState:
         """`state` with the network `params` and a fresh optimiser for them. `params` has the
@@ -129,12 +171,12 @@ class Trainer:
         fresh = jax.device_get(state.params)
         params = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype),
                               N.deepen(params, fresh), fresh)
-        state = state.replace(params=params, opt_state=self.optimizer.init(params))
-        return jax.device_put(state, self.replicated)
+        return self._replicate(state.replace(params=params,
+                                             opt_state=self.optimizer.init(params)))
 
     def abstract_state(self) -> TrainState:
         """Shapes, dtypes and shardings of a TrainState, to restore a checkpoint into."""
-        shapes = jax.eval_shape(self.init_state, jax.random.PRNGKey(0))
+        shapes = jax.eval_shape(self._new_state, jax.random.PRNGKey(0))
         return jax.tree.map(
             lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=self.replicated), shapes)
 
@@ -209,12 +251,24 @@ def _to_stderr(line: str):
     print(line, file=sys.stderr, flush=True)
 
 
-def load_params(path, which: str = "best", log=_to_stderr):
-    """(params, config) of a checkpoint: a run directory (its `which` = best or latest
-    checkpoint) or one checkpoint's directory. Logs which checkpoint it loaded."""
-    directory, step, found_as = C.resolve(path, which)
-    config = saved_config(directory, step)
-    params = C.restore_state(directory, step, trainer_for(config).abstract_state()).params
-    log(f"loaded {C.describe(directory, step, config, found_as)}")
-    return params, config
+def restore_state(directory, step: int, config: dict) -> TrainState:
+    """A checkpoint's training state, placed as `config`'s trainer places it."""
+    return C.restore_state(directory, step, trainer_for(config).abstract_state())
 
+
+def load_params(path, which: str = "best", log=_to_stderr):
+    """(params, config) of a checkpoint: a run directory's `which` = best or latest intact
+    checkpoint (logging each one it skips) or one checkpoint's directory. Logs which
+    checkpoint it loaded."""
+    directory, step = C.resolve(path)
+
+    def load(step):
+        config = saved_config(directory, step)
+        return restore_state(directory, step, config).params, config
+    if step is not None:
+        params, config = load(step)
+        which = ""
+    else:
+        step, (params, config) = C.first_intact(directory, load, log, which)
+    log(f"loaded {C.describe(directory, step, config, which)}")
+    return params, config
