@@ -447,7 +447,8 @@ def test_a_run_of_the_lookahead_search_learns_its_values(tmp_path):
     config = tiny_config(tmp_path / "look")
     config["search"].update(algorithm="lookahead", max_num_considered_actions=3)
     config["replay"]["bootstrap"] = 1.0
-    config["training"]["iterations"] = 2
+    config["training"]["iterations"] = 1
+    config["evaluation"]["opponents"] = []  # no match to compile
     record = az.train(config, log=lambda line: None)
     assert record["updates"] > 0 and np.isfinite(record["value_loss"])
     assert record["policy_loss"] == record["policy_loss"]
@@ -461,6 +462,8 @@ def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp
     config = tiny_config(tmp_path / "deep")
     config["network"]["blocks"] = source_config["network"]["blocks"] + 2
     config["run"]["init_from"] = str(run_dir)
+    config["training"]["iterations"] = 1
+    config["evaluation"]["opponents"] = []  # no match to compile
     lines = []
     trainer = T.trainer_for(config)
     state = az.warm_start(trainer, config, log=lines.append)
