@@ -17,8 +17,9 @@ the cache too.
 
 `computed_once`: the point where an array is materialised rather than fused into its readers.
 
-`best_candidates`: each game's best of several candidate moves, the batch's candidates scored
-as one flat list a bounded pass at a time (greedy, and a network's lookahead).
+`candidate_worths`, `best_candidates`: the worths of several candidate moves of each game,
+and each game's best, the batch's candidates scored as one flat list a bounded pass at a
+time (greedy, a network's lookahead, and the lookahead's self-play).
 
 Backend rules (`rules()`, read at trace time): on CPU, `computed_once` is a while loop,
 large batches are chunked and `append` concatenates; on an accelerator, `computed_once` is
@@ -150,7 +151,7 @@ def game_minor(fn):
     return batch_rule(fn, minor)
 
 
-# Candidates scored per pass of `best_candidates`: CANDIDATES_PER_GAME per game of the batch,
+# Candidates scored per pass of `candidate_worths`: CANDIDATES_PER_GAME per game of the batch,
 # at most CANDIDATES_PER_PASS. 256 candidates x 36 rolled states are 9 whole CPU_CHUNKs; on
 # CPU, greedy on 1000 mid-game positions took 2.1 s at 256 a pass, 2.5 s at 1024, 3.2 s at
 # 4096, and 3-5x longer when the rolled states were not a multiple of CPU_CHUNK. The same
@@ -159,18 +160,15 @@ CANDIDATES_PER_GAME = 8
 CANDIDATES_PER_PASS = 256
 
 
-def best_candidates(states, actions, valid, default, worth):
-    """int32[B]: for each game of `states` [B], its best valid candidate action.
+def candidate_worths(states, actions, valid, worth):
+    """float32[B, K]: the worth of each valid candidate action, -inf elsewhere.
 
-    `actions` int32[B, K] are each game's candidates, `valid` bool[B, K] those to score, and
-    `worth(states[P], actions[P]) -> float32[P]` scores candidates; a game without a valid
-    candidate plays `default` int32[B]. Ties go to the lowest slot k.
-
-    The valid (game, slot) pairs of the whole batch, in order of game then slot, form one
-    flat list scored a pass at a time in a while loop (see CANDIDATES_PER_PASS): the work
-    follows the batch's number of valid candidates, not B x K, and memory stays bounded.
-    Each game keeps a running best, replaced only by a strictly better value, so the first
-    best slot wins wherever the passes split the list."""
+    `actions` int32[B, K] are the candidates of each game of `states` [B], `valid`
+    bool[B, K] those to score, and `worth(states[P], actions[P]) -> float32[P]` scores
+    candidates. The valid (game, slot) pairs of the whole batch, in order of game then slot,
+    form one flat list scored a pass at a time in a while loop (see CANDIDATES_PER_PASS):
+    the work follows the batch's number of valid candidates, not B x K, and memory stays
+    bounded."""
     batch, width = actions.shape
     rank = running_count(valid.astype(jnp.int32), -1)  # [B, K]: 1 for the first valid slot
     count = rank[:, -1]
@@ -184,20 +182,25 @@ def best_candidates(states, actions, valid, default, worth):
     passes = (jnp.sum(count) + per_pass - 1) // per_pass
 
     def body(carry):
-        i, best_value, best_slot = carry
+        i, worths = carry
         pair = jax.lax.dynamic_slice_in_dim(pairs, i * per_pass, per_pass)  # [P]
         game, slot = jnp.maximum(pair, 0) // width, pair % width
         value = worth(jax.tree.map(lambda x: x[game], states), actions[game, slot])
-        value = jnp.where(pair >= 0, value, -jnp.inf)
-        top = jax.ops.segment_max(value, game, batch)  # [B]: each game's best in the pass
-        first = jax.ops.segment_min(jnp.where(value == top[game], slot, width), game, batch)
-        better = top > best_value
-        return (i + 1, jnp.where(better, top, best_value), jnp.where(better, first, best_slot))
+        return i + 1, worths.at[jnp.where(pair >= 0, pair, batch * width)].set(
+            value, mode="drop")
 
-    init = (jnp.int32(0), jnp.full(batch, -jnp.inf), jnp.full(batch, -1, jnp.int32))
-    slot = jax.lax.while_loop(lambda c: c[0] < passes, body, init)[2]
-    chosen = jnp.take_along_axis(actions, jnp.maximum(slot, 0)[:, None], -1)[:, 0]
-    return jnp.where(slot >= 0, chosen, default).astype(jnp.int32)
+    init = (jnp.int32(0), jnp.full(batch * width, -jnp.inf))
+    return jax.lax.while_loop(lambda c: c[0] < passes, body, init)[1].reshape(batch, width)
+
+
+def best_candidates(states, actions, valid, default, worth):
+    """int32[B]: for each game of `states` [B], its best valid candidate action
+    (`candidate_worths`), ties to the lowest slot k; a game without a valid candidate plays
+    `default` int32[B]."""
+    worths = candidate_worths(states, actions, valid, worth)
+    slot = jnp.argmax(worths, -1)
+    chosen = jnp.take_along_axis(actions, slot[:, None], -1)[:, 0]
+    return jnp.where(jnp.any(valid, -1), chosen, default).astype(jnp.int32)
 
 
 def running_count(x, axis: int):

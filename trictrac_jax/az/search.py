@@ -39,7 +39,7 @@ from flax import struct
 from trictrac_jax.az import network as N
 from trictrac_jax import scoring
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice, sample_outcome
-from trictrac_jax.lanes import best_candidates
+from trictrac_jax.lanes import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
 
 # The action of an empty slot: Roll, never legal at a decision (taking it forfeits the game),
@@ -283,9 +283,8 @@ def make_lookahead_search(model: Model, top_k: int, temperature: float, explore:
         logits, value = model.evaluate(params, states)
         top_logits, actions = jax.lax.top_k(logits, top_k)  # [B, K], by descending logit
         actions = actions.astype(jnp.int32)
-        # one slot of every game at a time: the rolled states of the whole batch, not K x it
-        worth = jax.lax.map(lambda a: rolled_worth(model, params, a, states), actions.T).T
-        worth = jnp.where(top_logits > N.MASKED_LOGIT / 2, worth, -jnp.inf)  # legal only
+        worth = candidate_worths(states, actions, top_logits > N.MASKED_LOGIT / 2,  # legal
+                                 lambda s, a: rolled_worth(model, params, a, s))
         scaled = worth / temperature
         slot = jax.random.categorical(key, scaled) if explore else jnp.argmax(worth, -1)
         best = jnp.max(worth, -1)
