@@ -181,9 +181,10 @@ def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> i
     parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.play",
                                      description="Play Trictrac in a terminal against a bot.")
     parser.add_argument("--opponent", default="champion",
-                        help="champion (the shipped network), greedy (every legal move), "
-                             "greedy:K (the first K by index), first, random, or a checkpoint "
-                             "path (default: champion)")
+                        help="champion (the newest shipped network), champion:N, greedy "
+                             "(every legal move), greedy:K (the first K by index), first, "
+                             "random, or a checkpoint path; NETWORK@PLAY to choose how a network "
+                             "plays: rolls:K, lookahead:K, search:N, policy (default: champion)")
     parser.add_argument("--lookahead", type=int, default=32, metavar="K",
                         help="a checkpoint bot's 1-ply search over its policy's K likeliest "
                              "moves (0: the raw policy; default: 32)")
