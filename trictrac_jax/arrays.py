@@ -5,6 +5,7 @@ for one position, the games when the rules run game-minor: see lanes.py).
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -43,3 +44,14 @@ def prefix_sum(values):
     n = values.shape[0]
     below = leading(np.tril(np.ones((n, n), bool)), values.ndim - 1)  # [i, j]: j <= i
     return jnp.sum(jnp.where(below, values[None], 0), axis=1, dtype=values.dtype)
+
+
+def any_each(masks):
+    """For each of up to 32 masks [N, *lanes] (bool or 0/1 integers), whether any of its N
+    entries is set: bool[*lanes] each, from one pass over N (mask k is bit k of an
+    unsigned integer, OR-reduced) where separate reductions would each read N again."""
+    dtype = next(t for t in (jnp.uint8, jnp.uint16, jnp.uint32)
+                 if len(masks) <= 8 * jnp.dtype(t).itemsize)
+    bits = sum(m.astype(dtype) << dtype(k) for k, m in enumerate(masks))
+    found = jax.lax.reduce(bits, dtype(0), jax.lax.bitwise_or, (0,))
+    return [(found >> dtype(k)) & 1 != 0 for k in range(len(masks))]
