@@ -5,6 +5,8 @@ for one position, the games when the rules run game-minor: see lanes.py).
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,16 +25,13 @@ def spread(table, index):
     return table.reshape(table.shape[:1] + (1,) * extra + table.shape[1:])
 
 
-def lookup(table, index):
-    """table[index] along the first axis: `table` [n, *lanes], `index` int[..., *lanes]
-    (values outside 0..n-1 read 0). A one-hot reduction, not a gather: gathers are slow on
-    CPU."""
-    index = jnp.asarray(index)
-    hit = leading(jnp.arange(table.shape[0], dtype=index.dtype), index.ndim) == index[None]
-    table = spread(table, index)
-    if table.dtype == jnp.bool_:
-        return jnp.any(hit & table, axis=0)
-    return jnp.sum(jnp.where(hit, table, 0), axis=0, dtype=table.dtype)
+def fold(op, x, axis: int = 0):
+    """`x` reduced along `axis` by the binary `op`, unrolled: n - 1 elementwise operations
+    on its slices rather than a reduction. For the small axes of one game's values: XLA
+    fuses elementwise operations into whatever reads them, where a reduction's result
+    often becomes an array (and a GPU kernel) of its own."""
+    index = lambda i: (slice(None),) * axis + (i,)
+    return functools.reduce(op, [x[index(i)] for i in range(x.shape[axis])])
 
 
 def prefix_sum(values):

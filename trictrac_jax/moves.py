@@ -50,7 +50,7 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
-from trictrac_jax.lanes import append, computed_once, game_minor
+from trictrac_jax.lanes import append, computed_once, game_minor, lookup
 
 NUM_PASSES, NUM_FIRST = 2, 15
 CHAINED_SLOT, EMPTY_SLOT = NUM_FIRST, NUM_FIRST + 1  # second slots after the 15 own fields
@@ -159,7 +159,7 @@ def _pair_rules(p: Position, pair):
 def can_take_corner_by_effect(board, dice):
     """The empty own corner is reachable directly: an own checker at 12 - d for each die."""
     src = B.at_field(board, 12 - dice)
-    return (B.at_field(board, 12) == 0) & jnp.all(src > 0, axis=0)
+    return (B.at_field(board, 12) == 0) & (src[0] > 0) & (src[1] > 0)
 
 
 def _puissance_pair(board, dice):
@@ -167,9 +167,9 @@ def _puissance_pair(board, dice):
     src = 13 - dice  # fields one step short of the opponent's corner
     counts = B.at_field(board, src)
     double = dice[0] == dice[1]
-    exists = jnp.where(double, counts[0] >= 2, jnp.all(counts >= 1, axis=0))
+    exists = jnp.where(double, counts[0] >= 2, (counts[0] >= 1) & (counts[1] >= 1))
     exists &= (B.at_field(board, 12) == 0) & (B.at_field(board, 13) == 0)
-    lo, hi = jnp.min(src, 0), jnp.max(src, 0)
+    lo, hi = jnp.minimum(src[0], src[1]), jnp.maximum(src[0], src[1])
     twelve = jnp.full_like(lo, 12)
     return jnp.stack([lo, twelve, hi, twelve]), exists & ~can_take_corner_by_effect(board, dice)
 
@@ -223,7 +223,7 @@ def position(board, dice) -> Position:
     """The `Position` of view board int[24, *lanes] and dice int[2, *lanes], in int8 where
     a value is a field number, a checker count or a die."""
     board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)
-    d_max, d_min = jnp.max(dice, 0), jnp.min(dice, 0)
+    d_max, d_min = jnp.maximum(dice[0], dice[1]), jnp.minimum(dice[0], dice[1])
     die_a, die_b = jnp.stack([d_max, d_min]), jnp.stack([d_min, d_max])
     lanes = board.ndim - 1
     occupied = board > 0
@@ -311,12 +311,12 @@ def candidates(board, dice) -> Candidates:
     swapped = double_exit & (f1 < f0)
     listed = jnp.where(swapped, jnp.stack([f1, t1, f0, t0]), pair)
     cum = B.cumulative_checkers(board).astype(jnp.int8)
-    slot_ordinal = A.lookup(cum, slot_field)  # [17, *lanes]
+    slot_ordinal = lookup(cum, slot_field)  # [17, *lanes]
     ordinal = jnp.stack([
         _to_flat(first(jnp.broadcast_to(slot_ordinal[:NUM_FIRST], moved_from.shape)),
-                 A.lookup(cum, puis_pair[0])),
-        _to_flat(jnp.where(chained, col(A.lookup(cum, moved_to)), slot_ordinal),
-                 A.lookup(cum, puis_pair[2]))])
+                 lookup(cum, puis_pair[0])),
+        _to_flat(jnp.where(chained, col(lookup(cum, moved_to)), slot_ordinal),
+                 lookup(cum, puis_pair[2]))])
     listed_ordinal = jnp.where(swapped, ordinal[::-1], ordinal)
     pass_start = np.arange(2, dtype=np.int16) * REFERENCE_PASS_SIZE
     first_slot = np.arange(NUM_FIRST, dtype=np.int16)[:, None]
@@ -371,7 +371,7 @@ def _after_first(p: Position, field, count, to, landing):
     # the lowest field holding more than 2 (used when a quarter is filled)
     spare = jnp.where((field == p.spare[0]) & (count == 3), p.spare[1], p.spare[0])
     spare = jnp.minimum(spare, arrival(landing >= 2))
-    filled = jnp.any(short == 0, axis=0)
+    filled = A.fold(jnp.logical_or, short == 0)
     return short, jnp.where(filled & (spare < none), spare, lowest)
 
 
@@ -387,10 +387,10 @@ def _fills(board, short, from1, count1, landing1, second_ok, to1, puis_pair):
     leaves = (count1 == 2)[None] & quarter(from1)
     arrives = ((landing1 == 1) & (to1 > 0))[None] & quarter(to1)
     after2 = short[:, :, :, None] + leaves - arrives  # [4, 2, 15, 17, *lanes]
-    full = jnp.any(after2 == 0, axis=0) & second_ok
+    full = A.fold(jnp.logical_or, after2 == 0) & second_ok
     puissance_board = B.apply_move(B.apply_move(board, puis_pair[0], puis_pair[1]),
                                    puis_pair[2], puis_pair[3])
-    return _to_flat(full, jnp.any(B.quarter_filled(puissance_board), axis=0))
+    return _to_flat(full, A.fold(jnp.logical_or, B.quarter_filled(puissance_board)))
 
 
 def _exit_rules(p: Position, pair, single_first, far_after_first):
@@ -625,10 +625,14 @@ def decode(board, dice, action):
     die_first = jnp.where(code < 256, dice[0], dice[1])
     die_second = jnp.where(code < 256, dice[1], dice[0])
     code = code % 256
-    from1 = B.checker_field(board, code // 16)
+    upto = B.checkers_upto(board)
+    from1 = B.checker_field(upto, code // 16)
     to1 = jnp.where(from1 + die_first > 24, 0, from1 + die_first)
-    after = B.apply_move(board, from1, to1)
-    from2 = B.checker_field(after, code % 16)
+    # the checkers up to each field after the first move (one leaves from1, one arrives)
+    fields = jnp.arange(1, 25)
+    moved = from1 > 0
+    upto = upto - (moved & (fields >= from1)) + (moved & (to1 > 0) & (fields >= to1))
+    from2 = B.checker_field(upto, code % 16)
     to2 = jnp.where(from2 + die_second > 24, 0, from2 + die_second)
     puissance = (to1 == 13) & (to2 == 13)
     to1, to2 = jnp.where(puissance, 12, to1), jnp.where(puissance, 12, to2)

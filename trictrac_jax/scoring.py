@@ -15,7 +15,7 @@ import numpy as np
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
-from trictrac_jax.lanes import game_minor
+from trictrac_jax.lanes import game_minor, lookup
 
 # The reference's Jan enum, in its declaration order.
 JANS = ("FilledQuarter", "TrueHitSmallJan", "TrueHitBigJan", "TrueHitOpponentCorner",
@@ -75,9 +75,10 @@ def _hits(board, dice):
 
 def _first_true(mask, axis, none):
     """Index of the first True of `mask` along `axis` (`none` if there is none)."""
-    index = np.arange(mask.shape[axis]).reshape((-1,) + (1,) * (mask.ndim - axis - 1))
-    return jnp.where(jnp.any(mask, axis), jnp.min(jnp.where(mask, index, mask.shape[axis]),
-                                                   axis), none)
+    n = mask.shape[axis]
+    index = np.arange(n).reshape((-1,) + (1,) * (mask.ndim - axis - 1))
+    first = A.fold(jnp.minimum, jnp.where(mask, index, n), axis)
+    return jnp.where(first < n, first, none)
 
 
 def _missing_for_quarter(board):
@@ -89,17 +90,20 @@ def _missing_for_quarter(board):
     missing none when the mover can no longer fill it.
     """
     q = B.quarters(board)  # [4, 6, *lanes]
-    pos = A.leading(jnp.arange(6), board.ndim - 1)  # [6, 1, ...]
-    last_opp = jnp.max(jnp.where(q < 0, pos, -1), axis=1, keepdims=True)
-    after = pos > last_opp
-    missing = jnp.sum(jnp.where(after, jnp.clip(2 - q, 0, 2), 0), axis=1)  # [4, *lanes]
+    # the fields after the quarter's last opponent checker (no opponent from there on)
+    after = [q[:, 5] >= 0]
+    for k in range(4, -1, -1):
+        after.insert(0, after[0] & (q[:, k] >= 0))
+    after = jnp.stack(after, axis=1)  # [4, 6, *lanes]
+    missing = A.fold(jnp.add, jnp.where(after, jnp.clip(2 - q, 0, 2), 0), axis=1)  # [4, *lanes]
     first = _first_true(after & (q < 2), axis=1, none=0)  # [4, *lanes]
     found = missing < 3
-    quarter = _first_true(found, axis=0, none=0)
-    n = jnp.where(jnp.any(found, axis=0), A.lookup(missing, quarter), 3)
-    fillable = A.lookup(B.own_fillable_quarters(board), quarter)
+    quarter = _first_true(found, axis=0, none=4)
+    n = jnp.where(quarter < 4, lookup(missing, quarter), 3)
+    quarter = jnp.where(quarter < 4, quarter, 0)
+    fillable = lookup(B.own_fillable_quarters(board), quarter)
     n = jnp.where((n > 0) & (n < 3) & ~fillable, 0, n)
-    return n, 6 * quarter + A.lookup(first, quarter) + 1
+    return n, 6 * quarter + lookup(first, quarter) + 1
 
 
 def _reaching(board, dice, c: M.Candidates):
@@ -211,11 +215,11 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
 
     # First to bear off all checkers: fewer than 3 left and both dice take them off
     # (the reference's test is "beyond field 23", so landing on 24 counts).
+    # (With 2 checkers left the second is the lowest one: one reduction, not two in a row.)
     total = jnp.sum(own, axis=0)
     occupied = own > 0
     high = B.highest_field(occupied, none=24)
-    rest = occupied & (fields < high)
-    second = jnp.where(at(high) > 1, high, B.highest_field(rest, none=24))
+    second = jnp.where(total > 1, B.lowest_field(occupied), 24)
     ok = (total < 3) & (high + hi > 23) & (second + lo > 23)
     made[FIRST_TO_EXIT] = ok, (high, 0, jnp.where(total > 1, second, 0), 0)
 
@@ -233,9 +237,8 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     # (both checkers on the corner, a 1 rolled); "contre" when the opponent holds his corner.
     out = jnp.where(fields > 1, own, 0)
     talon = (own[0] == 13) & (jnp.sum(out, axis=0) == 2)
-    fa = B.highest_field(out > 0, none=24)  # higher field
-    below = (out > 0) & (fields < fa)
-    fb = jnp.where(B.at_field(out, fa) > 1, fa, B.highest_field(below, none=24))
+    # the fields of the two checkers out (only read with the talon, which leaves two)
+    fa, fb = B.highest_field(out > 0, none=24), B.lowest_field(out > 0)
     lands = lambda x, y: ((fa + v0 == x) & (fb + v1 == y)) | ((fa + v1 == x) & (fb + v0 == y))
     to_a = jnp.where(lands(12, 13), 12, 13)
     two = talon & (lands(12, 13) | lands(13, 12))
