@@ -125,7 +125,10 @@ def markdown(result: dict) -> str:
     lines = [
         "# The GPU program, compiled for an H100 on a CPU", "",
         f"`{result['command']}`, code at git {result['code']}, jax {result['jax']}, "
-        f"{result['date']}; {result['seconds']:.0f} s on this machine. Every time below is an "
+        f"{result['date']}; {result['seconds']:.0f} s on this machine ({os.cpu_count()} cores, "
+        f"load average (1 min) {result['load'][0]:.1f} at the start and {result['load'][1]:.1f} "
+        "at the end: other processes competed for the cores above their count). Every time "
+        "below is an "
         "**H100 estimate (compiled program, model below)**, not a measurement: no GPU ran it. "
         "Kernels, host syncs and device memory are facts of the compiled program; bytes are "
         "an estimate of what its kernels read and write.", "",
@@ -228,7 +231,7 @@ def run(args, command) -> dict:
     # Compile-only devices need no backend: none is looked for (a CUDA or TPU one would fail
     # here, noisily).
     jax.config.update("jax_platforms", "cpu")
-    start = time.perf_counter()
+    start, load_at_start = time.perf_counter(), os.getloadavg()[0]
     names, notes = measure.available_envs(args.no_pgx)
     games = args.h100_games or list(GAMES)
     rows = random_rows(names, games, measure.log)
@@ -256,5 +259,6 @@ def run(args, command) -> dict:
         "iteration_what": iterated(trainer.config) + ".",
         "model": G.H100_MODEL._asdict()}
     result["seconds"] = time.perf_counter() - start
+    result["load"] = (load_at_start, os.getloadavg()[0])
     measure.write_report(args.output or Path("docs/gpu-program.md"), markdown(result), result)
     return result
