@@ -12,7 +12,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from trictrac_jax.arrays import leading, lookup, prefix_sum, spread
+from trictrac_jax.arrays import fold, leading, prefix_sum, spread
+from trictrac_jax.lanes import lookup
 
 FIELDS = np.arange(1, 25, dtype=np.int8)  # int8[24]: field numbers (small ints keep
 # the per-candidate arrays narrow, which matters for speed on CPU)
@@ -69,13 +70,13 @@ def lowest_field(mask):
     A min over field numbers rather than `argmax`: XLA's CPU argmax (a two-operand
     reduction) is several times slower than a plain min.
     """
-    return jnp.min(jnp.where(mask, _fields(mask.ndim - 1, jnp.int32), 25), axis=0)
+    return fold(jnp.minimum, jnp.where(mask, _fields(mask.ndim - 1, jnp.int32), 25))
 
 
 def highest_field(mask, none=0):
     """Field (1..24) of the last True along the field axis of bool[24, *lanes]; `none` if
     there is none."""
-    highest = jnp.max(jnp.where(mask, _fields(mask.ndim - 1, jnp.int32), 0), axis=0)
+    highest = fold(jnp.maximum, jnp.where(mask, _fields(mask.ndim - 1, jnp.int32), 0))
     return jnp.where(highest > 0, highest, none)
 
 
@@ -86,12 +87,12 @@ def quarters(board):
 
 def quarter_filled(board):
     """bool[4, *lanes]: each field of the quarter holds at least 2 own checkers."""
-    return jnp.all(quarters(board) >= 2, axis=1)
+    return fold(jnp.logical_and, quarters(board) >= 2, axis=1)
 
 
 def opp_quarter_filled(board):
     """bool[4, *lanes]: the same for the opponent's checkers (on the same view fields)."""
-    return jnp.all(quarters(board) <= -2, axis=1)
+    return fold(jnp.logical_and, quarters(board) <= -2, axis=1)
 
 
 def own_fillable_quarters(board):
@@ -103,7 +104,7 @@ def own_fillable_quarters(board):
     """
     upto = prefix_sum(jnp.maximum(board, 0))  # own checkers on fields 1..f
     needed = leading(2 * (np.arange(24) % 6 + 1), board.ndim - 1)
-    ok = jnp.all(quarters(upto >= needed), axis=1)
+    ok = fold(jnp.logical_and, quarters(upto >= needed), axis=1)
     return ok & leading(np.arange(4) != 2, board.ndim - 1)
 
 
@@ -116,7 +117,7 @@ def opp_fillable_quarters(board):
     """
     from_here = suffix_sum(jnp.maximum(-board, 0))  # opponent checkers on f..24
     needed = leading(2 * (6 - np.arange(24) % 6), board.ndim - 1)
-    ok = jnp.all(quarters(from_here >= needed), axis=1)
+    ok = fold(jnp.logical_and, quarters(from_here >= needed), axis=1)
     return ok & leading(np.arange(4) != 1, board.ndim - 1)
 
 
@@ -127,10 +128,10 @@ def forbid_exits(board, dice):
     single checker is outside and the bigger die brings it into the last quarter.
     """
     outside = (board > 0) & (_fields(board.ndim - 1) < 19)
-    n_fields = jnp.sum(outside, axis=0)
+    n_fields = fold(jnp.add, outside.astype(jnp.int32))
     field = lowest_field(outside)
-    single = (n_fields == 1) & (jnp.sum(jnp.where(outside, board, 0), axis=0) == 1)
-    return (n_fields > 0) & ~(single & (field + jnp.max(dice, axis=0) > 18))
+    single = (n_fields == 1) & (fold(jnp.add, jnp.where(outside, board, 0)) == 1)
+    return (n_fields > 0) & ~(single & (field + jnp.maximum(dice[0], dice[1]) > 18))
 
 
 def exit_farthest(board):
@@ -140,21 +141,30 @@ def exit_farthest(board):
     than 2 checkers is used when there is one (25 when the board holds no own checker).
     """
     own = board > 0
-    spare = own & (board > 2) & jnp.any(quarter_filled(board), axis=0)
-    return jnp.where(jnp.any(spare, axis=0), lowest_field(spare), lowest_field(own))
+    spare = own & (board > 2) & fold(jnp.logical_or, quarter_filled(board))
+    spare_field = lowest_field(spare)
+    return jnp.where(spare_field < 25, spare_field, lowest_field(own))
+
+
+def checkers_upto(board):
+    """int32[24, *lanes]: for each field f, the own checkers on fields 1..f (checker
+    ordinals)."""
+    return prefix_sum(jnp.maximum(board, 0).astype(jnp.int32))
 
 
 def cumulative_checkers(board):
     """int32[25, *lanes]: c[f] = own checkers on fields 1..f (c[0] = 0); checker ordinals."""
-    upto = prefix_sum(jnp.maximum(board, 0).astype(jnp.int32))
-    return jnp.concatenate([jnp.zeros((1,) + board.shape[1:], jnp.int32), upto])
+    return jnp.concatenate([jnp.zeros((1,) + board.shape[1:], jnp.int32), checkers_upto(board)])
 
 
-def checker_field(board, ordinal):
-    """Field of the `ordinal`-th own checker (numbered from field 1); 0 if none."""
+def checker_field(upto, ordinal):
+    """Field of the `ordinal`-th own checker (numbered from field 1) given `checkers_upto`;
+    0 if none. One plus the fields that hold fewer checkers up to them: a sum, where a
+    search for the first field holding enough would read `upto` through a second
+    reduction."""
     ordinal = jnp.asarray(ordinal)
-    field = lowest_field(cumulative_checkers(board)[1:] >= ordinal[None])
-    return jnp.where((ordinal >= 1) & (field < 25), field, 0)
+    below = fold(jnp.add, (upto < ordinal[None]).astype(jnp.int32))
+    return jnp.where((ordinal >= 1) & (below < 24), below + 1, 0)
 
 
 def apply_move(board, frm, to):

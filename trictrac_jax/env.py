@@ -269,12 +269,12 @@ def _roll(state: State, dice) -> State:
     player = state.current_player
     roll_count = state._dice_roll_count + (jnp.arange(2) == player)  # a select, no scatter
     view = B.view_board(state._board, player)
-    points, moves = S.roll_outcome(view, dice, roll_count[player])
+    points, moves, some_move = S.roll_outcome(view, dice, roll_count[player])
     state = state.replace(_dice=dice, _dice_roll_count=roll_count, _dice_points=points)
     state, new_hole = _mark(state, player, points[0], 1 - player)
     won = new_hole & (state._holes[player] >= WINNING_HOLES)
     turn_stage = jnp.where(new_hole, jnp.where(won, TS_MARK_POINTS, TS_HOLD_OR_GO), TS_MOVE)
-    mask = M.decision_mask(dice, moves, turn_stage == TS_HOLD_OR_GO)
+    mask = M.decision_mask(dice, moves, some_move, turn_stage == TS_HOLD_OR_GO)
     return state.replace(_turn_stage=turn_stage.astype(jnp.int32), legal_action_mask=mask,
                          _stage=jnp.where(won, STAGE_ENDED, state._stage).astype(jnp.int32))
 

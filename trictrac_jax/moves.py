@@ -50,7 +50,7 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
-from trictrac_jax.lanes import append, computed_once, game_minor
+from trictrac_jax.lanes import append, computed_once, game_minor, lookup
 
 NUM_PASSES, NUM_FIRST = 2, 15
 CHAINED_SLOT, EMPTY_SLOT = NUM_FIRST, NUM_FIRST + 1  # second slots after the 15 own fields
@@ -159,7 +159,7 @@ def _pair_rules(p: Position, pair):
 def can_take_corner_by_effect(board, dice):
     """The empty own corner is reachable directly: an own checker at 12 - d for each die."""
     src = B.at_field(board, 12 - dice)
-    return (B.at_field(board, 12) == 0) & jnp.all(src > 0, axis=0)
+    return (B.at_field(board, 12) == 0) & (src[0] > 0) & (src[1] > 0)
 
 
 def _puissance_pair(board, dice):
@@ -167,9 +167,9 @@ def _puissance_pair(board, dice):
     src = 13 - dice  # fields one step short of the opponent's corner
     counts = B.at_field(board, src)
     double = dice[0] == dice[1]
-    exists = jnp.where(double, counts[0] >= 2, jnp.all(counts >= 1, axis=0))
+    exists = jnp.where(double, counts[0] >= 2, (counts[0] >= 1) & (counts[1] >= 1))
     exists &= (B.at_field(board, 12) == 0) & (B.at_field(board, 13) == 0)
-    lo, hi = jnp.min(src, 0), jnp.max(src, 0)
+    lo, hi = jnp.minimum(src[0], src[1]), jnp.maximum(src[0], src[1])
     twelve = jnp.full_like(lo, 12)
     return jnp.stack([lo, twelve, hi, twelve]), exists & ~can_take_corner_by_effect(board, dice)
 
@@ -209,6 +209,9 @@ class Position(NamedTuple):
     opp_fillable: jnp.ndarray  # bool[4]: quarters the opponent can still fill
     outside: jnp.ndarray  # int32: own fields outside the last quarter
     farthest: jnp.ndarray  # int32: `board.exit_farthest`
+    short: jnp.ndarray  # int8[4]: fields of each quarter holding fewer than 2 own checkers
+    spare: jnp.ndarray  # int8[2]: the lowest and second lowest fields holding more than 2
+    # own checkers (25: none)
     # Own fields by slot (slot k: the k-th own field from field 1). Slots 15 and 16 are
     # never occupied, so per-slot arrays have the 17 entries of a second slot.
     in_slot: jnp.ndarray  # bool[17, 24]: field f is the field of slot k
@@ -220,7 +223,7 @@ def position(board, dice) -> Position:
     """The `Position` of view board int[24, *lanes] and dice int[2, *lanes], in int8 where
     a value is a field number, a checker count or a die."""
     board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)
-    d_max, d_min = jnp.max(dice, 0), jnp.min(dice, 0)
+    d_max, d_min = jnp.maximum(dice[0], dice[1]), jnp.minimum(dice[0], dice[1])
     die_a, die_b = jnp.stack([d_max, d_min]), jnp.stack([d_min, d_max])
     lanes = board.ndim - 1
     occupied = board > 0
@@ -228,6 +231,9 @@ def position(board, dice) -> Position:
     slot_of = A.prefix_sum(occupied.astype(jnp.int8)) - 1
     in_slot = occupied & (slot_of == A.leading(np.arange(NUM_SLOTS)[:, None], lanes))
     pick = lambda per_field: jnp.sum(jnp.where(in_slot, per_field, 0), axis=1, dtype=jnp.int8)
+    spare = board > 2
+    lowest_spare = B.lowest_field(spare)
+    next_spare = B.lowest_field(spare & (A.leading(B.FIELDS, lanes) > lowest_spare))
     return Position(board=board, dice=dice, die_a=die_a, die_b=die_b,
                     in_slot=in_slot, slot_field=pick(A.leading(B.FIELDS, lanes)),
                     slot_count=pick(board),
@@ -235,7 +241,9 @@ def position(board, dice) -> Position:
                     forbid=B.forbid_exits(board, dice),
                     corner=jnp.abs(B.at_field(board, B.OWN_CORNER)),
                     opp_fillable=B.opp_fillable_quarters(board),
-                    outside=jnp.sum(outside, axis=0), farthest=B.exit_farthest(board))
+                    outside=jnp.sum(outside, axis=0), farthest=B.exit_farthest(board),
+                    short=jnp.sum(B.quarters(board) < 2, axis=1, dtype=jnp.int8),
+                    spare=jnp.stack([lowest_spare, next_spare]).astype(jnp.int8))
 
 
 def candidates(board, dice) -> Candidates:
@@ -260,10 +268,11 @@ def candidates(board, dice) -> Candidates:
         ok0, to0, exc0 = _single_moves(first_field, first_count, die_a[:, None], landing_a,
                                        forbid, guard_corner=False)
         moved_to = jnp.where(ok0, to0, 0)
-        after1 = B.apply_move(board, moved_from, moved_to)  # [24, 2, 15, *lanes]
-        return landing_a, ok0, to0, exc0, moved_to, after1
+        return (landing_a, ok0, to0, exc0, moved_to,
+                *_after_first(p, moved_from, jnp.broadcast_to(first_count, moved_from.shape),
+                              moved_to, landing_a))
 
-    landing_a, ok0, to0, exc0, moved_to, after1 = once(first_moves)
+    landing_a, ok0, to0, exc0, moved_to, short1, far1 = once(first_moves)
     # The destination is a second slot of its own (CHAINED_SLOT) when it was empty.
     new_field = (moved_to > 0) & (landing_a == 0)
     landing0 = p.ahead_b
@@ -302,12 +311,12 @@ def candidates(board, dice) -> Candidates:
     swapped = double_exit & (f1 < f0)
     listed = jnp.where(swapped, jnp.stack([f1, t1, f0, t0]), pair)
     cum = B.cumulative_checkers(board).astype(jnp.int8)
-    slot_ordinal = A.lookup(cum, slot_field)  # [17, *lanes]
+    slot_ordinal = lookup(cum, slot_field)  # [17, *lanes]
     ordinal = jnp.stack([
         _to_flat(first(jnp.broadcast_to(slot_ordinal[:NUM_FIRST], moved_from.shape)),
-                 A.lookup(cum, puis_pair[0])),
-        _to_flat(jnp.where(chained, col(A.lookup(cum, moved_to)), slot_ordinal),
-                 A.lookup(cum, puis_pair[2]))])
+                 lookup(cum, puis_pair[0])),
+        _to_flat(jnp.where(chained, col(lookup(cum, moved_to)), slot_ordinal),
+                 lookup(cum, puis_pair[2]))])
     listed_ordinal = jnp.where(swapped, ordinal[::-1], ordinal)
     pass_start = np.arange(2, dtype=np.int16) * REFERENCE_PASS_SIZE
     first_slot = np.arange(NUM_FIRST, dtype=np.int16)[:, None]
@@ -315,7 +324,7 @@ def candidates(board, dice) -> Candidates:
     order = _to_flat(reference + jnp.where(is_empty, 24, from1.astype(jnp.int16) - 1),
                      const(pass_start + REFERENCE_PASS_SIZE - 1))
 
-    far_after_first = _to_flat(first(B.exit_farthest(after1)), 0)
+    far_after_first = _to_flat(first(far1), 0)
     single_first = _to_flat(first(jnp.broadcast_to(first_count == 1, moved_from.shape)),
                             B.at_field(board, puis_pair[0]) == 1)
     outside_ok, farthest_ok = _exit_rules(p, pair, single_first, far_after_first)
@@ -325,7 +334,7 @@ def candidates(board, dice) -> Candidates:
         has_exit=((t0 == 0) & (f0 != 0)) | ((t1 == 0) & (f1 != 0)),
         exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
         is_full=_to_flat(jnp.broadcast_to(~is_empty, grid), True),
-        fills=_fills(board, after1, from1, count1, landing1, second_ok, to1, puis_pair),
+        fills=_fills(board, short1, from1, count1, landing1, second_ok, to1, puis_pair),
         # (the chained slots of the two passes start from the same field only for doubles,
         # where t0 is the same too)
         twin_same=(other_pass(t0) == t0) & (other_pass(t1) == t1),
@@ -334,24 +343,54 @@ def candidates(board, dice) -> Candidates:
                       **{name: _mask(x) for name, x in masks.items()})
 
 
-def _fills(board, after1, from1, count1, landing1, second_ok, to1, puis_pair):
+def _quarter_of(field):
+    """bool[4, ...]: the quarter of each field (none for 0), by comparisons (no division)."""
+    starts = A.leading(6 * np.arange(4), field.ndim).astype(field.dtype)
+    return (field[None] > starts) & (field[None] <= starts + 6)
+
+
+def _after_first(p: Position, field, count, to, landing):
+    """After each first move [2, 15, *lanes] (from `field` holding `count` own checkers to
+    `to`, 0 for none or borne off, which held `landing`): the fields of each quarter
+    holding fewer than 2 own checkers, int8[4, 2, 15, *lanes], and `board.exit_farthest`,
+    int8[2, 15, *lanes]. From the position's per-game values (a move changes two fields),
+    not from 30 boards: each would be read by several reductions over the fields.
+
+    As on the board after the move: the origin always loses a checker (a slot whose first
+    move is not possible is read as bearing off: never a legal candidate).
+    """
+    arrives = to > 0
+    short = (p.short[:, None, None] + ((count == 2)[None] & _quarter_of(field))
+             - ((arrives & (landing == 1))[None] & _quarter_of(to))).astype(jnp.int8)
+    none = jnp.int8(25)
+    arrival = lambda holds: jnp.where(arrives & holds, to, none)
+    # the lowest own field: the origin is vacated when it is the lowest and held one checker
+    vacated = (field == p.slot_field[0]) & (count == 1)
+    lowest = jnp.where(vacated, p.slot_field[1], p.slot_field[0])
+    lowest = jnp.minimum(jnp.where(lowest > 0, lowest, none), arrival(True))
+    # the lowest field holding more than 2 (used when a quarter is filled)
+    spare = jnp.where((field == p.spare[0]) & (count == 3), p.spare[1], p.spare[0])
+    spare = jnp.minimum(spare, arrival(landing >= 2))
+    filled = A.fold(jnp.logical_or, short == 0)
+    return short, jnp.where(filled & (spare < none), spare, lowest)
+
+
+def _fills(board, short, from1, count1, landing1, second_ok, to1, puis_pair):
     """bool[N, *lanes]: a quarter is filled after the candidate's pair.
 
-    Counted per quarter as fields holding fewer than 2 checkers after the first move; the
-    second move can only make its origin short (from 2 checkers) or its destination full
-    (from 1 checker). This avoids building a board per candidate.
+    Counted per quarter as fields holding fewer than 2 checkers after the first move
+    (`short`, [4, 2, 15, *lanes]); the second move can only make its origin short (from 2
+    checkers) or its destination full (from 1 checker). This avoids building a board per
+    candidate.
     """
-    short = jnp.sum(B.quarters(after1) < 2, axis=1, dtype=jnp.int8)  # [4, 2, 15, *lanes]
-    # [4, ...]: the quarter of field f (none for 0), by comparisons (no integer division)
-    starts = A.leading(6 * np.arange(4), from1.ndim).astype(from1.dtype)
-    quarter = lambda f: (f[None] > starts) & (f[None] <= starts + 6)
+    quarter = _quarter_of
     leaves = (count1 == 2)[None] & quarter(from1)
     arrives = ((landing1 == 1) & (to1 > 0))[None] & quarter(to1)
     after2 = short[:, :, :, None] + leaves - arrives  # [4, 2, 15, 17, *lanes]
-    full = jnp.any(after2 == 0, axis=0) & second_ok
+    full = A.fold(jnp.logical_or, after2 == 0) & second_ok
     puissance_board = B.apply_move(B.apply_move(board, puis_pair[0], puis_pair[1]),
                                    puis_pair[2], puis_pair[3])
-    return _to_flat(full, jnp.any(B.quarter_filled(puissance_board), axis=0))
+    return _to_flat(full, A.fold(jnp.logical_or, B.quarter_filled(puissance_board)))
 
 
 def _exit_rules(p: Position, pair, single_first, far_after_first):
@@ -425,37 +464,42 @@ def first_listed(in_set, c: Candidates):
     return in_set & _not(_same_listed(in_set, c)[1])
 
 
-def _sequences(c: Candidates, with_excess: bool, filling=None, exact=None):
-    """uint8[N, *lanes]: the candidates the reference lists (before dedup) for one call of
-    its sequence generator.
+def _first_pass(like):
+    """uint8[N, 1, ...]: the candidates of the first pass (bigger die first), to broadcast
+    against `like` [N, *lanes]."""
+    return _mask(A.leading(np.arange(NUM_CANDIDATES) < PASS_SIZE, like.ndim - 1))
 
-    `filling`: the quarter-filling set that restricts the list (None: rule ignored).
-    `exact`: the sequences without exceeding numbers, for the bear-off rule (None: ignored).
+
+def _listed(ok, any_full, any_first_pass, c: Candidates):
+    """uint8[N, *lanes]: the sequences one call of the reference's generator lists (before
+    dedup) when `ok` are the candidates that pass its rules (exceeding numbers allowed).
+
+    Pairs with a single move are dropped when any pair has two (`any_full`: some full
+    candidate is `ok`); without one, a first move alone is listed when no second move goes
+    with it, which then holds for all of them, and in the second pass only when the first
+    pass listed nothing (`any_first_pass`: some `ok` candidate in the first pass). Both
+    flags are per game, so a list costs one reduction over the candidates, not three.
     """
-    lanes = _lanes(c.order, 1)
-    ok = c.possible
-    if not with_excess:
-        ok &= _not(c.exceeding)
-    if filling is not None:
-        ok &= _not(jnp.max(filling, axis=0)) | member(filling, c)
-    if exact is not None:
-        exit_ok = c.exit_outside_ok & (member(exact, c)
-                                       | (_not(jnp.max(exact, axis=0)) & c.exit_farthest_ok))
-        ok &= _not(c.has_exit) | exit_ok
-    # A first move alone is listed when no second move goes with it (exceeding numbers
-    # allowed only), and in the second pass only when the first pass listed nothing.
-    per_slot, per_pass = _to_slots(ok)
-    if with_excess:
-        alone = _not(jnp.max(per_slot[:, :, :EMPTY_SLOT], axis=2))  # [2, 15, *lanes]
-        first_pass_empty = _not(jnp.max(ok[:PASS_SIZE], axis=0))
-        alone &= jnp.stack([jnp.ones_like(first_pass_empty), first_pass_empty])[:, None]
-    else:
-        alone = jnp.zeros((2, NUM_FIRST) + lanes, jnp.uint8)
-    per_slot &= _mask(A.leading(np.arange(NUM_SLOTS) != EMPTY_SLOT, len(lanes))) | alone[:, :, None]
-    ok = _to_flat(per_slot, per_pass)
-    # Pairs with a single move are dropped when any pair has two.
-    full = ok & c.is_full
-    return jnp.where(jnp.max(full, axis=0), full, ok)
+    full = c.is_full
+    alone = ok & _not(full) & (_first_pass(ok) | _not(any_first_pass))
+    return jnp.where(any_full, ok & full, alone)
+
+
+class Probes(NamedTuple):
+    """Masks uint8[N, *lanes] that `move_lists` reduces in its last pass over the
+    candidates, as `Found`."""
+
+    in_legal: tuple = ()  # whether some legal sequence is in each
+    any: tuple = ()  # whether some candidate is in each
+    count: jnp.ndarray | None = None  # how many candidates are in it
+
+
+class Found(NamedTuple):
+    """What `Probes` found, per game: bool[*lanes] per mask, and int32[*lanes] counted."""
+
+    in_legal: list
+    any: list
+    count: jnp.ndarray | None
 
 
 class MoveLists(NamedTuple):
@@ -465,16 +509,61 @@ class MoveLists(NamedTuple):
     filling: jnp.ndarray  # uint8[N, *lanes]: quarter-filling sequences (exit/quarter rules ignored)
     exact: jnp.ndarray  # uint8[N, *lanes]: sequences without exceeding numbers (exit rule ignored)
     legal: jnp.ndarray  # uint8[N, *lanes]: the legal sequences
+    some: jnp.ndarray  # bool[*lanes]: some sequence is legal
+    found: Found  # what `move_lists`' probes found
 
 
-def move_lists(board, dice) -> MoveLists:
-    """Legal sequences of view board int[24, *lanes] with dice int[2, *lanes]."""
+def move_lists(board, dice, probes=lambda c, filling: Probes()) -> MoveLists:
+    """The three lists (see the module's docstring) of view board int[24, *lanes] with dice
+    int[2, *lanes].
+
+    Each list is "the candidates passing its rules" (`ok`) cut by `_listed`'s two per-game
+    flags. The flags of `filling` and `exact`, and whether each is empty, follow from the
+    candidates alone (each case written out), so one reduction finds them all; `legal`'s
+    flags and what `probes(c, filling)` asks for are a second: two passes over the
+    candidates where the lists built one after the other took seven.
+    """
     once = computed_once(board)
     c = once(lambda: candidates(board, dice))
-    filling = once(lambda: _sequences(c, with_excess=True) & c.fills)
-    exact = once(lambda: _sequences(c, with_excess=False, filling=filling))
-    legal = once(lambda: _sequences(c, with_excess=True, filling=filling, exact=exact))
-    return MoveLists(c, filling, exact, legal)
+    possible, full = c.possible, c.is_full
+    single = _not(full)
+    first_pass = _first_pass(possible)
+    fills = possible & c.fills
+    # `exact` lists full pairs only (no move alone without exceeding numbers); when
+    # `filling` holds single moves only, no full pair lists one of its pairs, and `exact`
+    # is empty.
+    no_excess = possible & _not(c.exceeding) & full
+    (any_full, any_first, fills_full, fills_first_single, fills_single, exact_filled,
+     exact_free) = once(lambda: A.any_each([
+         possible & full, possible & first_pass, fills & full,
+         fills & single & first_pass, fills & single,
+         no_excess & member(fills & full, c), no_excess]))
+    any_filling = jnp.where(any_full, fills_full,
+                            fills_first_single | (~any_first & fills_single))
+    any_exact = jnp.where(any_filling, any_full & exact_filled, exact_free)
+
+    filling = once(lambda: c.fills & _listed(possible, any_full, any_first, c))
+    allowed = once(lambda: _not(_mask(any_filling)) | member(filling, c))  # the filling rule
+    exact = once(lambda: no_excess & allowed)
+    exit_ok = c.exit_outside_ok & (member(exact, c) | (_mask(~any_exact) & c.exit_farthest_ok))
+    ok = once(lambda: possible & allowed & (_not(c.has_exit) | exit_ok))
+
+    def last_pass():
+        # Whether some legal sequence is in a mask `q`, per case of `_listed`.
+        asked = probes(c, filling)
+        masks = [ok & full, ok & first_pass, ok & single] + [
+            ok & m & q for q in asked.in_legal for m in (full, single & first_pass, single)]
+        flags = A.any_each(masks + list(asked.any))
+        count = None if asked.count is None else jnp.sum(asked.count, axis=0, dtype=jnp.int32)
+        return flags[:len(masks)], flags[len(masks):], count
+
+    flags, found_any, count = once(last_pass)
+    legal_full, legal_first, some_single = flags[:3]
+    in_legal = [jnp.where(legal_full, f_full, f_first | (~legal_first & f_single))
+                for f_full, f_first, f_single in zip(*[iter(flags[3:])] * 3)]
+    legal = _listed(ok, legal_full, legal_first, c)
+    return MoveLists(c, filling, exact, legal, legal_full | some_single,
+                     Found(in_legal, found_any, count))
 
 
 def encode(dice, pair, ordinal):
@@ -501,23 +590,28 @@ def encode(dice, pair, ordinal):
 
 
 def move_actions(board, dice, lists: MoveLists):
-    """bool[514, *lanes]: the Move actions of the legal sequences in `lists`."""
+    """bool[514, *lanes]: the Move actions of the legal sequences in `lists`.
+
+    The scatter writes games first (one flat index per candidate; out of range, dropped,
+    for those not listed), as the state's mask is laid out: the transpose back to games
+    last here and `game_minor`'s transpose to games first cancel, where a mask written
+    games last is transposed by a kernel of its own."""
     lanes = _lanes(board, 1)
     games = int(np.prod(lanes))
     c = lists.candidates
-    action = jnp.where(lists.legal, encode(dice, c.listed, c.listed_ordinal), 514)
-    # One flat index per candidate (action-major, games minor; 514: out of range, dropped):
-    # computed inside the scatter, where an (action, game) pair of indices is an array of its own.
-    flat = action.reshape(NUM_CANDIDATES, games) * games + jnp.arange(games)
-    mask = jnp.zeros(514 * games, jnp.uint8).at[flat.ravel()].set(1, mode="drop")
-    return mask.reshape((514,) + lanes) != 0
+    action = encode(dice, c.listed, c.listed_ordinal).reshape(NUM_CANDIDATES, games)
+    flat = jnp.where(lists.legal.reshape(action.shape), action + 514 * jnp.arange(games),
+                     514 * games)
+    mask = jnp.zeros(games * 514, bool).at[flat.ravel()].set(True, mode="drop")
+    return jnp.moveaxis(mask.reshape(lanes + (514,)), -1, 0) if lanes else mask
 
 
 @game_minor
 def legal_moves(board, dice):
     """bool[514]: the Move actions of the legal sequences of view board int[24] with dice
-    int[2] (the decision's mask before `decision_mask`)."""
-    return move_actions(board, dice, move_lists(board, dice))
+    int[2] (the decision's mask before `decision_mask`), and whether there is one."""
+    lists = move_lists(board, dice)
+    return move_actions(board, dice, lists), lists.some
 
 
 def decode(board, dice, action):
@@ -531,10 +625,14 @@ def decode(board, dice, action):
     die_first = jnp.where(code < 256, dice[0], dice[1])
     die_second = jnp.where(code < 256, dice[1], dice[0])
     code = code % 256
-    from1 = B.checker_field(board, code // 16)
+    upto = B.checkers_upto(board)
+    from1 = B.checker_field(upto, code // 16)
     to1 = jnp.where(from1 + die_first > 24, 0, from1 + die_first)
-    after = B.apply_move(board, from1, to1)
-    from2 = B.checker_field(after, code % 16)
+    # the checkers up to each field after the first move (one leaves from1, one arrives)
+    fields = jnp.arange(1, 25)
+    moved = from1 > 0
+    upto = upto - (moved & (fields >= from1)) + (moved & (to1 > 0) & (fields >= to1))
+    from2 = B.checker_field(upto, code % 16)
     to2 = jnp.where(from2 + die_second > 24, 0, from2 + die_second)
     puissance = (to1 == 13) & (to2 == 13)
     to1, to2 = jnp.where(puissance, 12, to1), jnp.where(puissance, 12, to2)
@@ -543,11 +641,12 @@ def decode(board, dice, action):
 
 def legal_action_mask(board, dice, hold_or_go):
     """bool[514] for a decision on view board int32[24] with dice int32[2]."""
-    return decision_mask(dice, legal_moves(board, dice), hold_or_go)
+    return decision_mask(dice, *legal_moves(board, dice), hold_or_go)
 
 
-def decision_mask(dice, moves, hold_or_go):
-    """bool[514]: the legal actions of a decision whose legal Move actions are `moves`.
+def decision_mask(dice, moves, some_move, hold_or_go):
+    """bool[514]: the legal actions of a decision whose legal Move actions are `moves`
+    (`some_move`: there is one).
 
     In the Move stage an empty list means the empty action; in HoldOrGoChoice, Go (1) is
     added and there is no empty fallback.
@@ -555,5 +654,5 @@ def decision_mask(dice, moves, hold_or_go):
     hold_or_go = jnp.asarray(hold_or_go, bool)
     actions = jnp.arange(514)
     empty_action = jnp.where(dice[0] >= dice[1], 2, 258)
-    moves |= (actions == empty_action) & ~jnp.any(moves) & ~hold_or_go
+    moves |= (actions == empty_action) & ~some_move & ~hold_or_go
     return jnp.where(actions == 1, hold_or_go, moves)

@@ -15,7 +15,7 @@ import numpy as np
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
-from trictrac_jax.lanes import game_minor
+from trictrac_jax.lanes import game_minor, lookup
 
 # The reference's Jan enum, in its declaration order.
 JANS = ("FilledQuarter", "TrueHitSmallJan", "TrueHitBigJan", "TrueHitOpponentCorner",
@@ -75,9 +75,10 @@ def _hits(board, dice):
 
 def _first_true(mask, axis, none):
     """Index of the first True of `mask` along `axis` (`none` if there is none)."""
-    index = np.arange(mask.shape[axis]).reshape((-1,) + (1,) * (mask.ndim - axis - 1))
-    return jnp.where(jnp.any(mask, axis), jnp.min(jnp.where(mask, index, mask.shape[axis]),
-                                                   axis), none)
+    n = mask.shape[axis]
+    index = np.arange(n).reshape((-1,) + (1,) * (mask.ndim - axis - 1))
+    first = A.fold(jnp.minimum, jnp.where(mask, index, n), axis)
+    return jnp.where(first < n, first, none)
 
 
 def _missing_for_quarter(board):
@@ -89,47 +90,34 @@ def _missing_for_quarter(board):
     missing none when the mover can no longer fill it.
     """
     q = B.quarters(board)  # [4, 6, *lanes]
-    pos = A.leading(jnp.arange(6), board.ndim - 1)  # [6, 1, ...]
-    last_opp = jnp.max(jnp.where(q < 0, pos, -1), axis=1, keepdims=True)
-    after = pos > last_opp
-    missing = jnp.sum(jnp.where(after, jnp.clip(2 - q, 0, 2), 0), axis=1)  # [4, *lanes]
+    # the fields after the quarter's last opponent checker (no opponent from there on)
+    after = [q[:, 5] >= 0]
+    for k in range(4, -1, -1):
+        after.insert(0, after[0] & (q[:, k] >= 0))
+    after = jnp.stack(after, axis=1)  # [4, 6, *lanes]
+    missing = A.fold(jnp.add, jnp.where(after, jnp.clip(2 - q, 0, 2), 0), axis=1)  # [4, *lanes]
     first = _first_true(after & (q < 2), axis=1, none=0)  # [4, *lanes]
     found = missing < 3
-    quarter = _first_true(found, axis=0, none=0)
-    n = jnp.where(jnp.any(found, axis=0), A.lookup(missing, quarter), 3)
-    fillable = A.lookup(B.own_fillable_quarters(board), quarter)
+    quarter = _first_true(found, axis=0, none=4)
+    n = jnp.where(quarter < 4, lookup(missing, quarter), 3)
+    quarter = jnp.where(quarter < 4, quarter, 0)
+    fillable = lookup(B.own_fillable_quarters(board), quarter)
     n = jnp.where((n > 0) & (n < 3) & ~fillable, 0, n)
-    return n, 6 * quarter + A.lookup(first, quarter) + 1
+    return n, 6 * quarter + lookup(first, quarter) + 1
 
 
-def _any_each(masks):
-    """For each of up to 8 masks bool[N, *lanes], whether any candidate is set: bool[*lanes]
-    each, from one pass over the candidates (mask k is bit k of a byte, OR-reduced) where
-    separate reductions would each read the candidates again."""
-    bits = sum(m.astype(jnp.uint8) << k for k, m in enumerate(masks))
-    found = jax.lax.reduce(bits, jnp.uint8(0), jax.lax.bitwise_or, (0,))
-    return [(found >> k) & 1 != 0 for k in range(len(masks))]
-
-
-class _Filling(NamedTuple):
-    """The quarter-filling sequences of a roll and the origins that can fill the last field."""
-
-    seqs: jnp.ndarray  # uint8[N, *lanes]: the filling sequences, each listed pair once
-    missing: jnp.ndarray  # int32[*lanes]: checkers missing from the quarter (`_missing_for_quarter`)
-    reaches: list  # 5 x bool[N, *lanes]: the sequence brings a checker to the missing field
-    # from the k-th possible origin (each distinct origin once)
-
-
-def _filling(board, dice, lists: M.MoveLists) -> _Filling:
-    c = lists.candidates
+def _reaching(board, dice, c: M.Candidates):
+    """(missing, reaching): the checkers missing from the quarter being filled
+    (`_missing_for_quarter`), and 5 masks uint8[N, *lanes]: the candidate's listed pair
+    brings a checker to the missing field from the k-th possible origin (each distinct
+    origin once)."""
     listed = c.listed
-    seqs = M.first_listed(lists.filling, c)
     n, dest = _missing_for_quarter(board)
     dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see moves.py)
     # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
     chained = listed[1] == listed[2]
-    origin_a = jnp.where(seqs & (listed[1] == dest), listed[0], 0)
-    origin_b = jnp.where(seqs & (listed[3] == dest), jnp.where(chained, listed[0], listed[2]), 0)
+    origin_a = jnp.where(listed[1] == dest, listed[0], 0)
+    origin_b = jnp.where(listed[3] == dest, jnp.where(chained, listed[0], listed[2]), 0)
     # A checker reaches `dest` with one die, both (tout d'une) or one short of a die
     # (puissance): these are the only possible origins.
     v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
@@ -137,9 +125,8 @@ def _filling(board, dice, lists: M.MoveLists) -> _Filling:
     # each distinct origin once (v0 == v1 repeats some), fields only
     earlier = A.leading(np.tril(np.ones((5, 5), bool), -1), board.ndim - 1)
     distinct = (possible > 0) & ~jnp.any(earlier & (possible[:, None] == possible[None]), axis=1)
-    reaches = [((origin_a == origin) | (origin_b == origin)) & counts
+    return n, [(((origin_a == origin) | (origin_b == origin)) & counts).astype(jnp.uint8)
                for origin, counts in zip(possible, distinct)]
-    return _Filling(seqs, n, reaches)
 
 
 def _filled_quarter_ways(board, dice, lists: M.MoveLists):
@@ -150,35 +137,64 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     sequence that brings a checker from it. Keeping a filled quarter: one way (the reference
     lists its last sequence).
     """
-    f = _filling(board, dice, lists)
+    seqs = M.first_listed(lists.filling, lists.candidates)
+    missing, reaching = _reaching(board, dice, lists.candidates)
     order = lists.candidates.order  # the reference's list order: unique among `seqs`
-    one_missing = jnp.zeros(f.seqs.shape, jnp.int32)
-    for seen in f.reaches:  # 5 reductions over [N, *lanes]
-        first_seen = jnp.min(jnp.where(seen, order, jnp.int16(M.NO_ORDER)), axis=0)
-        one_missing += f.seqs & (order == first_seen)
-    last = f.seqs & (order == jnp.max(jnp.where(f.seqs, order, jnp.int16(-1)), axis=0))
-    ways = jnp.select([f.missing == 0, f.missing == 1, f.missing == 2],
-                      [last, one_missing, f.seqs], jnp.zeros_like(f.seqs))
+    one_missing = jnp.zeros(seqs.shape, jnp.int32)
+    for reaches in reaching:  # 5 reductions over [N, *lanes]
+        first_seen = jnp.min(jnp.where(seqs & reaches, order, jnp.int16(M.NO_ORDER)), axis=0)
+        one_missing += seqs & (order == first_seen)
+    last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1)), axis=0))
+    ways = jnp.select([missing == 0, missing == 1, missing == 2],
+                      [last, one_missing, seqs], jnp.zeros_like(seqs))
     return ways.astype(jnp.int32)
 
 
-def _filled_quarter_total(board, dice, lists: M.MoveLists):
+def _filling_probes(board, dice, c: M.Candidates, filling):
+    """What `_filled_quarter_total` needs of the filling sequences (each listed pair once):
+    whether there is one, whether one reaches the missing field from each origin, and how
+    many there are."""
+    seqs = M.first_listed(filling, c)
+    return [seqs] + [seqs & reaches for reaches in _reaching(board, dice, c)[1]], seqs
+
+
+def _filled_quarter_total(board, found: M.Found):
     """int32[*lanes]: the sum over the sequences of `_filled_quarter_ways`, without finding
-    which sequence each way is counted on (what scoring needs; one pass over the
-    candidates instead of seven)."""
-    f = _filling(board, dice, lists)
-    some_seq, *reached = _any_each([f.seqs != 0, *f.reaches])
+    which sequence each way is counted on (what scoring needs), from what
+    `_filling_probes` found."""
+    missing, _ = _missing_for_quarter(board)
+    some_seq, *reached = found.any
     one_missing = sum(r.astype(jnp.int32) for r in reached)
-    return jnp.select([f.missing == 0, f.missing == 1, f.missing == 2],
-                      [some_seq.astype(jnp.int32), one_missing,
-                       jnp.sum(f.seqs, axis=0, dtype=jnp.int32)], 0)
+    return jnp.select([missing == 0, missing == 1, missing == 2],
+                      [some_seq.astype(jnp.int32), one_missing, found.count], 0)
+
+
+def _plays(seq, die):
+    """uint8[N, *lanes]: a move of the listed pairs `seq` int8[4, N, *lanes] plays `die`."""
+    frm, to = seq[0::2], seq[1::2]  # [2, N, *lanes]: both moves of each pair
+    doable = ((to == 0) & (25 - frm <= die)) | ((frm < to) & (to - frm == die))
+    return jnp.any(doable, axis=0).astype(jnp.uint8)
+
+
+def roll_lists(board, dice) -> M.MoveLists:
+    """The move lists of view board int[24, *lanes] and dice int[2, *lanes], as `roll_jans`
+    reads them: whether some legal sequence plays each die, and the filling sequences'
+    `_filling_probes`, found in the lists' last pass over the candidates."""
+    v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
+
+    def probes(c, filling):
+        any_masks, count = _filling_probes(board, dice, c, filling)
+        return M.Probes(in_legal=(_plays(c.listed, v0), _plays(c.listed, v1)),
+                        any=tuple(any_masks), count=count)
+    return M.move_lists(board, dice, probes)
 
 
 def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     """Jans of view board int[24, *lanes] rolled `dice` int[2, *lanes]; `roll_count` counts
     this roll.
 
-    `lists` are the move lists of the same board and dice (shared with the legal mask).
+    `lists` are the move lists of the same board and dice (`roll_lists`, shared with the
+    legal mask).
     """
     lanes = board.shape[1:]
     v0, v1 = dice[0], dice[1]
@@ -199,11 +215,11 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
 
     # First to bear off all checkers: fewer than 3 left and both dice take them off
     # (the reference's test is "beyond field 23", so landing on 24 counts).
+    # (With 2 checkers left the second is the lowest one: one reduction, not two in a row.)
     total = jnp.sum(own, axis=0)
     occupied = own > 0
     high = B.highest_field(occupied, none=24)
-    rest = occupied & (fields < high)
-    second = jnp.where(at(high) > 1, high, B.highest_field(rest, none=24))
+    second = jnp.where(total > 1, B.lowest_field(occupied), 24)
     ok = (total < 3) & (high + hi > 23) & (second + lo > 23)
     made[FIRST_TO_EXIT] = ok, (high, 0, jnp.where(total > 1, second, 0), 0)
 
@@ -221,9 +237,8 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     # (both checkers on the corner, a 1 rolled); "contre" when the opponent holds his corner.
     out = jnp.where(fields > 1, own, 0)
     talon = (own[0] == 13) & (jnp.sum(out, axis=0) == 2)
-    fa = B.highest_field(out > 0, none=24)  # higher field
-    below = (out > 0) & (fields < fa)
-    fb = jnp.where(B.at_field(out, fa) > 1, fa, B.highest_field(below, none=24))
+    # the fields of the two checkers out (only read with the talon, which leaves two)
+    fa, fb = B.highest_field(out > 0, none=24), B.lowest_field(out > 0)
     lands = lambda x, y: ((fa + v0 == x) & (fb + v1 == y)) | ((fa + v1 == x) & (fb + v0 == y))
     to_a = jnp.where(lands(12, 13), 12, 13)
     two = talon & (lands(12, 13) | lands(13, 12))
@@ -236,21 +251,13 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     made[MEZEAS] = mezeas & ~contre, pair
     made[CONTRE_MEZEAS] = mezeas & contre, pair
 
-    # Helpless man: a die that no legal sequence plays (puissance moves play neither).
-    legal = lists.legal
+    # Helpless man: a die that no legal sequence plays (puissance moves play neither);
+    # `lists.found`: whether some legal sequence plays each die (`roll_lists`).
+    none = ~lists.some
     seq = lists.candidates.listed
-
-    def plays(die):  # bool[N, *lanes]: a move of the pair plays `die`
-        frm, to = seq[0::2], seq[1::2]  # [2, N, *lanes]: both moves of each pair
-        doable = ((to == 0) & (25 - frm <= die)) | ((frm < to) & (to - frm == die))
-        return jnp.any(doable, axis=0)
-
-    is_legal = legal != 0
-    some, plays_v0, plays_v1 = _any_each([is_legal, is_legal & plays(v0), is_legal & plays(v1)])
-    none = ~some
-    first = M.earliest(legal, lists.candidates)
+    first = M.earliest(lists.legal, lists.candidates)
     first_seq = jnp.sum(jnp.where(first, seq, 0), axis=1, dtype=seq.dtype)  # [4, *lanes]
-    ok = none | ~plays_v0 | ~plays_v1
+    ok = none | ~lists.found.in_legal[0] | ~lists.found.in_legal[1]
     made[HELPLESS_MAN] = ok, tuple(jnp.where(none, 0, first_seq))
 
     row = lambda pair: jnp.stack([jnp.broadcast_to(jnp.asarray(x, jnp.int32), lanes) for x in pair])
@@ -262,12 +269,14 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     jan = A.leading(jnp.arange(13), len(lanes))
     ways = present.astype(jnp.int32)
     # The hits of the 4 hit jans counted in one reduction: jan k's count in byte k of an
-    # int32 (at most 72 hits a jan), where 4 sums would each read the hits again.
-    packed = jnp.sum(sum(jnp.where(hit_jan == j, 1 << (8 * k), 0) for k, j in enumerate(HIT_JANS)),
-                     axis=(0, 1), dtype=jnp.int32)
+    # int32 (at most 72 hits a jan), where 4 sums would each read the hits again. The 3
+    # moves from a field are added first: a GPU kernel sums fewer than 32 elements inline,
+    # 72 in a reduction kernel of its own.
+    counted = sum(jnp.where(hit_jan == j, 1 << (8 * k), 0) for k, j in enumerate(HIT_JANS))
+    packed = jnp.sum(counted[:, 0] + counted[:, 1] + counted[:, 2], axis=0, dtype=jnp.int32)
     hits = {j: (packed >> (8 * k)) & 0xFF for k, j in enumerate(HIT_JANS)}
     ways += jnp.stack([hits.get(j, jnp.zeros(lanes, jnp.int32)) for j in range(13)])
-    ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, dice, lists), 0)
+    ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, lists.found), 0)
     double = jnp.where(jan == HELPLESS_MAN, none, v0 == v1)
     values = jnp.where(double, A.leading(JAN_VALUES[:, 1], len(lanes)),
                        A.leading(JAN_VALUES[:, 0], len(lanes))) * ways
@@ -279,11 +288,11 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
 @game_minor
 def roll_outcome(board, dice, roll_count):
     """What a roll gives on view board int[24] with dice int[2] (`roll_count`: this roll's
-    number): int32[2] points for [roller, opponent], and bool[514] the legal Move actions
-    (see `moves.decision_mask`)."""
-    lists = M.move_lists(board, dice)
+    number): int32[2] points for [roller, opponent], bool[514] the legal Move actions and
+    bool whether there is one (see `moves.decision_mask`)."""
+    lists = roll_lists(board, dice)
     jans = roll_jans(board, dice, roll_count, lists)
-    return jans.points, M.move_actions(board, dice, lists)
+    return jans.points, M.move_actions(board, dice, lists), lists.some
 
 
 def total_score(state):
@@ -327,5 +336,5 @@ def roll_details(state, dice):
 
 @game_minor
 def _roll_details(view, dice, count):
-    lists = M.move_lists(view, dice)
+    lists = roll_lists(view, dice)
     return roll_jans(view, dice, count, lists), jnp.moveaxis(lists.candidates.listed, 0, 1)

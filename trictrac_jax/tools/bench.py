@@ -147,7 +147,7 @@ def components(env):
     # game-minor under vmap, as the engine runs them (see lanes.py)
     legal = game_minor(lambda v, dice: M.move_lists(v, dice).legal)
     points = game_minor(lambda v, dice, count: S.roll_jans(v, dice, count,
-                                                           M.move_lists(v, dice)).points)
+                                                           S.roll_lists(v, dice)).points)
 
     def jans(x):
         roll_count = x.states._dice_roll_count[x.states.current_player]

@@ -232,6 +232,56 @@ class Program(NamedTuple):
 def read(compiled, top: int = 10) -> Program:
     """The `Program` of a compiled executable (from `compile_for`)."""
     computations, entry = _parse(compiled.as_text())
+    memory = compiled.memory_analysis()
+    # Outputs written into donated arguments are counted once.
+    memory_bytes = 0 if memory is None else (memory.argument_size_in_bytes
+                                             + memory.output_size_in_bytes
+                                             - memory.alias_size_in_bytes
+                                             + memory.temp_size_in_bytes)
+    return _program(computations, entry, memory_bytes, top)
+
+
+class Loop(NamedTuple):
+    """A loop at a program's top level: where its source calls it, and what one of its
+    iterations does (device memory: none, the loop's own is the program's)."""
+
+    where: str  # "file.py:function" that made the loop (a `lax.scan`, a `while_loop`...)
+    trips: int | None  # its trip count (None: unknown when compiling)
+    body: Program  # one iteration
+
+
+def loops(compiled, top: int = 10) -> list[Loop]:
+    """The while loops at the top level of a compiled executable (not those inside them), in
+    program order: e.g. a training iteration's self-play and update scans, whose bodies are
+    one self-play decision and one update."""
+    text = compiled.as_text()
+    computations, entry = _parse(text)
+    found = []
+    for instr in computations[entry]:
+        if instr.op != "while":
+            continue
+        frame = re.search(r"stack_frame_id=(\d+)", instr.attrs)
+        body = _called(instr.attrs, "body")[0]
+        found.append(Loop(_source(text, frame.group(1)) if frame else "?",
+                          _trip_count(instr.attrs), _program(computations, body, 0, top)))
+    return found
+
+
+def _source(hlo: str, frame: str) -> str:
+    """"file.py:function" of a stack frame of the HLO's metadata tables (its innermost
+    location)."""
+    table = lambda name: dict(re.findall(r"^(\d+) (.+)$", hlo.split(name + "\n", 1)[1]
+                                         .split("\n\n", 1)[0], re.M))
+    files, functions = table("FileNames"), table("FunctionNames")
+    location = re.search(r"file_location_id=(\d+)", table("StackFrames")[frame]).group(1)
+    ids = re.search(r"file_name_id=(\d+) function_name_id=(\d+)",
+                    table("FileLocations")[location])
+    return (files[ids.group(1)].strip('"').rsplit("/", 1)[-1] + ":"
+            + functions[ids.group(2)].strip('"'))
+
+
+def _program(computations, root: str, memory_bytes: int, top: int) -> Program:
+    """What one run of computation `root` does (see the module's docstring)."""
     shapes = {i.name: i.shape for body in computations.values() for i in body}
     kernels = Counter()
     costs = Counter()
@@ -256,13 +306,7 @@ def read(compiled, top: int = 10) -> Program:
                 costs[(instr.name, instr.shape)] += times * _kernel_bytes(instr, shapes,
                                                                           computations)
 
-    walk(entry, 1.0)
-    memory = compiled.memory_analysis()
-    # Outputs written into donated arguments are counted once.
-    memory_bytes = 0 if memory is None else (memory.argument_size_in_bytes
-                                             + memory.output_size_in_bytes
-                                             - memory.alias_size_in_bytes
-                                             + memory.temp_size_in_bytes)
+    walk(root, 1.0)
     ranked = sorted(((b, name, shape) for (name, shape), b in costs.items()), reverse=True)
     return Program(kernels=float(sum(kernels.values())), host_syncs=totals["syncs"],
                    bytes=float(sum(costs.values())), memory_bytes=memory_bytes,

@@ -6,8 +6,10 @@ Compiles and reads (`gpu_program`):
 * random play, trictrac and pgx backgammon side by side: a `lax.scan` of `env.step` from new
   games (`RANDOM_STEPS` steps, no resets), one categorical sampler over the legal mask for
   both games; per step;
-* one search of configs/base.yaml (one self-play decision of every game);
-* one training iteration of configs/base.yaml (self-play and the updates);
+* one training iteration of configs/base.yaml (self-play and the updates), and from the
+  same program one self-play decision of every game (a search and the step: an iteration
+  of its self-play loop);
+* configs/tpu.yaml's training iteration and random play, compiled for a TPU v5e chip;
 
 and prints and writes (docs/gpu-program.md and .json) kernels, host syncs, estimated bytes,
 device memory and the time `gpu_program.H100_MODEL` estimates. Every time here is an
@@ -62,17 +64,14 @@ def trainer_on(target: G.Target, config=BASE_CONFIG, overrides=()) -> T.Trainer:
     return trainer
 
 
-def search_program(trainer: T.Trainer, target: G.Target = G.H100) -> G.Program:
-    """One search of `trainer`'s config: a self-play decision of every game."""
-    games = trainer.config["selfplay"]["batch_size"]
-    params = jax.eval_shape(lambda k: trainer.init_state(k).params, jax.random.PRNGKey(0))
-    states = jax.eval_shape(lambda k: jax.vmap(trainer.env.init)(jax.random.split(k, games)),
-                            jax.random.PRNGKey(1))
-    return G.read(G.compile_for(target, trainer.search, params, jax.random.PRNGKey(2), states))
+SELFPLAY_LOOP = "selfplay.py:play"  # `gpu_program.Loop.where` of the self-play decisions
 
 
-def iteration_program(trainer: T.Trainer, target: G.Target = G.H100) -> G.Program:
-    """One training iteration of `trainer`'s config: self-play, then the updates."""
+def iteration_program(trainer: T.Trainer, target: G.Target = G.H100):
+    """One training iteration of `trainer`'s config: self-play, then the updates. Returns
+    the iteration's `Program` and that of one self-play decision of every game (an
+    iteration of its self-play loop: a search, then the step), read from the same compiled
+    program: a search compiled apart costs as long again."""
     def iteration(state, actors, buffer, key):
         k_play, k_train = jax.random.split(key)
         actors, buffer, stats = trainer._selfplay(state.params, actors, buffer, k_play)
@@ -81,8 +80,10 @@ def iteration_program(trainer: T.Trainer, target: G.Target = G.H100) -> G.Progra
 
     state = jax.eval_shape(trainer.init_state, jax.random.PRNGKey(0))
     actors, buffer = jax.eval_shape(trainer._init_games, jax.random.PRNGKey(1))
-    return G.read(G.compile_for(target, iteration, state, actors, buffer,
-                                jax.random.PRNGKey(2), donate_argnums=(0, 1, 2)))
+    compiled = G.compile_for(target, iteration, state, actors, buffer, jax.random.PRNGKey(2),
+                             donate_argnums=(0, 1, 2))
+    (decision,) = [loop.body for loop in G.loops(compiled) if loop.where == SELFPLAY_LOOP]
+    return G.read(compiled), decision
 
 
 def random_rows(names, games_list, log, target: G.Target = G.H100):
@@ -124,7 +125,10 @@ def markdown(result: dict) -> str:
     lines = [
         "# The GPU program, compiled for an H100 on a CPU", "",
         f"`{result['command']}`, code at git {result['code']}, jax {result['jax']}, "
-        f"{result['date']}; {result['seconds']:.0f} s on this machine. Every time below is an "
+        f"{result['date']}; {result['seconds']:.0f} s on this machine ({os.cpu_count()} cores, "
+        f"load average (1 min) {result['load'][0]:.1f} at the start and {result['load'][1]:.1f} "
+        "at the end: other processes competed for the cores above their count). Every time "
+        "below is an "
         "**H100 estimate (compiled program, model below)**, not a measurement: no GPU ran it. "
         "Kernels, host syncs and device memory are facts of the compiled program; bytes are "
         "an estimate of what its kernels read and write.", "",
@@ -147,16 +151,18 @@ def markdown(result: dict) -> str:
                      f"{r['host_syncs']:.1f} | {r['bytes_per_game_step']:,.0f} | "
                      f"{r['memory_gb']:.2f} GB | {r['estimated_us']:,.0f} | "
                      f"{r['estimated_steps_per_s'] / 1e6:.2f}M | {ratio} |")
-    for title, key, unit in (("One search of configs/base.yaml", "search", "moves/s"),
+    for title, key, unit in (("One self-play decision of configs/base.yaml", "search",
+                              "moves/s"),
                              ("One training iteration of configs/base.yaml", "iteration",
                               "moves/s (self-play decisions)")):
         r = result[key]
+        memory = "—" if r["memory_gb"] is None else f"{r['memory_gb']:.2f} GB"
         lines += ["", f"## {title}", "", result[f"{key}_what"], "",
                   "| kernels | host syncs (lower bound) | estimated bytes | device memory | "
                   f"estimated seconds | estimated {unit} |", "|---|---|---|---|---|---|",
                   f"| {r['kernels']:,.0f} | {r['host_syncs']:,.0f} | {r['bytes'] / 1e9:,.1f} GB "
-                  f"| {r['memory_gb']:.2f} GB | {r['estimated_s']:.3f} | "
-                  f"{r['estimated_per_s']:,.0f} |", "", "The costliest kernels by bytes:", "",
+                  f"| {memory} | {r['estimated_s']:.3f} | {r['estimated_per_s']:,.0f} |", "",
+                  "The costliest kernels by bytes:", "",
                   "| bytes a call | kernel | shape |", "|---|---|---|"]
         lines += [f"| {k['bytes'] / 1e9:.2f} GB | `{k['kernel']}` | `{k['shape']}` |"
                   for k in r["costliest"]]
@@ -225,23 +231,22 @@ def run(args, command) -> dict:
     # Compile-only devices need no backend: none is looked for (a CUDA or TPU one would fail
     # here, noisily).
     jax.config.update("jax_platforms", "cpu")
-    start = time.perf_counter()
+    start, load_at_start = time.perf_counter(), os.getloadavg()[0]
     names, notes = measure.available_envs(args.no_pgx)
     games = args.h100_games or list(GAMES)
     rows = random_rows(names, games, measure.log)
     trainer = trainer_on(G.H100)
     sp = trainer.config["selfplay"]
-    measure.log("one search of configs/base.yaml")
-    search = program_record(search_program(trainer), sp["batch_size"])
-    measure.log("one training iteration of configs/base.yaml")
-    decisions = sp["batch_size"] * sp["steps_per_iteration"]
-    iteration = program_record(iteration_program(trainer), decisions)
+    measure.log("one training iteration of configs/base.yaml (its searches inside)")
+    iteration, decision = iteration_program(trainer)
+    search = program_record(decision, sp["batch_size"]) | {"memory_gb": None}  # the loop's
+    iteration = program_record(iteration, sp["batch_size"] * sp["steps_per_iteration"])
     tpu_trainer = trainer_on(G.TPU_V5E, TPU_CONFIG)
     measure.log("configs/tpu.yaml for a TPU v5e: one training iteration")
     # A TPU compile takes minutes at large batches: the smallest game count only, and the
     # training iteration alone (its searches are inside it).
     tpu = {"random_play": random_rows(names, [min(games)], measure.log, G.TPU_V5E),
-           "iteration": tpu_record(iteration_program(tpu_trainer, G.TPU_V5E)),
+           "iteration": tpu_record(iteration_program(tpu_trainer, G.TPU_V5E)[0]),
            "searches": tpu_trainer.config["selfplay"]["steps_per_iteration"],
            "iteration_what": iterated(tpu_trainer.config)}
     result = {
@@ -249,8 +254,11 @@ def run(args, command) -> dict:
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "random_play": rows, "search": search, "iteration": iteration, "tpu": tpu,
         "notes": notes, "search_what": searched(trainer.config) + ": one self-play decision "
-        "of every game.", "iteration_what": iterated(trainer.config) + ".",
+        "of every game (a search, then the step), read from the training iteration's "
+        "program (one iteration of its self-play loop; device memory: the iteration's).",
+        "iteration_what": iterated(trainer.config) + ".",
         "model": G.H100_MODEL._asdict()}
     result["seconds"] = time.perf_counter() - start
+    result["load"] = (load_at_start, os.getloadavg()[0])
     measure.write_report(args.output or Path("docs/gpu-program.md"), markdown(result), result)
     return result
