@@ -74,3 +74,27 @@ def test_ladder_script_end_to_end(tmp_path, capsys):
     assert (out / "ladder.png").exists() or "no plot" in capsys.readouterr().out
     assert script.main(["random", "nobody", "--out", str(out)]) == 2
     assert "unknown agent 'nobody'" in capsys.readouterr().err
+
+
+def test_a_ladder_run_again_plays_only_the_missing_pairs(tmp_path, capsys):
+    """A ladder with one more agent reuses the pair already played, and gives what one run
+    of all three gives; other settings replay everything."""
+    grown, whole = tmp_path / "grown", tmp_path / "whole"
+    common = ["--games", "4", "--max-steps", "40"]
+    assert script.main(["random", "first", *common, "--out", str(grown)]) == 0
+    first = json.loads((grown / "pairs.json").read_text())["pairs"]
+    capsys.readouterr()
+    assert script.main(["random", "first", "greedy:2", *common, "--out", str(grown)]) == 0
+    out = capsys.readouterr().out
+    assert "1 pairs already played with these settings are reused" in out
+    assert "0 vs 1:" not in out and "0 vs 2:" in out and "1 vs 2:" in out
+    assert script.main(["random", "first", "greedy:2", *common, "--out", str(whole)]) == 0
+    grown_pairs = json.loads((grown / "pairs.json").read_text())["pairs"]
+    assert grown_pairs[0] == first[0]
+    assert grown_pairs == json.loads((whole / "pairs.json").read_text())["pairs"]
+    assert (grown / "ladder.md").read_text().split("\n", 1)[1] == \
+        (whole / "ladder.md").read_text().split("\n", 1)[1]
+    capsys.readouterr()
+    assert script.main(["random", "first", "--games", "2", "--max-steps", "40",
+                        "--out", str(grown)]) == 0
+    assert "other settings; every pair is played" in capsys.readouterr().out

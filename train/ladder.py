@@ -10,7 +10,13 @@ Checkpoint agents play the 1-ply lookahead over their policy's K likeliest moves
 (`--lookahead K`, 0: the raw policy; `--rolls`: each move valued over the 36 rolls). Games
 are truncated after `--max-steps` decisions and count as draws, half a win to each side.
 Writes to DIR: ladder.md (the command and the table), pairs.json (the raw results of each
-pair) and ladder.png (if matplotlib is installed).
+pair, saved as each pair finishes) and ladder.png (if matplotlib is installed). A ladder run
+again into the same DIR with the same settings (games, seed, lookahead, rolls, max steps)
+plays only the pairs that pairs.json lacks: a stopped ladder continues, and a ladder with one
+more agent plays only that agent's matches. A pair's games depend on the seed and the two
+agents' names alone, so a continued ladder gives what one run would have. A name stands for
+what it loaded when its pairs were played (`champion` is the newest shipped champion): delete
+pairs.json, or name the agents exactly (`champion:1`), when that changes.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import json
 import pathlib
 import sys
 import time
+import zlib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 
@@ -60,16 +67,71 @@ def parse_args(argv=None):
     return args
 
 
-def play_round_robin(agents: list, env: Trictrac, games: int, key, log=print) -> list[L.Pair]:
-    """Every pair (i < j) plays `games` games, i White in the first half."""
+def pair_key(key, a: str, b: str):
+    """The match key of agents named `a` (White in the first half) and `b`: from the names
+    alone, so the result does not depend on the other agents or their order."""
+    return jax.random.fold_in(key, zlib.crc32(f"{a} vs {b}".encode()) & 0x7FFFFFFF)
+
+
+def play_round_robin(names: list[str], agents: list, env: Trictrac, games: int, key,
+                     done: dict | None = None, save=lambda pairs: None,
+                     log=print) -> list[L.Pair]:
+    """Every pair (i < j) plays `games` games, i White in the first half. `done` maps
+    (name_i, name_j) to a result (wins_i, wins_j, draws) already played: reused, not replayed.
+    `save(pairs)` after each pair played."""
+    done = done or {}
     pairs = []
-    for k, (i, j) in enumerate(itertools.combinations(range(len(agents)), 2)):
+    for i, j in itertools.combinations(range(len(agents)), 2):
+        if (names[i], names[j]) in done:
+            pairs.append(L.Pair(i, j, *done[names[i], names[j]]))
+            continue
         t0 = time.time()
         match = jax.jit(lambda key: play_match(env, agents[i], agents[j], key, games))
-        result = summarise(match(jax.random.fold_in(key, k)))
+        result = summarise(match(pair_key(key, names[i], names[j])))
         pairs.append(L.Pair(i, j, result.wins, result.losses, result.draws))
+        save(pairs)
         log(f"  {i} vs {j}: {result.summary()}, {time.time() - t0:.0f}s")
     return pairs
+
+
+def settings(args) -> dict:
+    return {"games_per_pair": args.games, "seed": args.seed, "lookahead": args.lookahead,
+            "rolls": args.rolls, "max_steps": args.max_steps}
+
+
+def played(path: pathlib.Path, args, log=print) -> dict:
+    """The results in an earlier pairs.json played with the same settings, by pair of names
+    ({} when there is none, or its settings differ)."""
+    if not path.exists():
+        return {}
+    try:
+        saved = json.loads(path.read_text())
+        same = all(saved[k] == v for k, v in settings(args).items())
+        results = {(p["a"], p["b"]): (p["wins_a"], p["wins_b"], p["draws"])
+                   for p in saved["pairs"]}
+    except (ValueError, KeyError, TypeError) as e:
+        log(f"{path}: not read ({type(e).__name__}: {e}); every pair is played")
+        return {}
+    if not same:
+        log(f"{path}: other settings; every pair is played")
+        return {}
+    log(f"{path}: {len(results)} pairs already played with these settings are reused")
+    return results
+
+
+def write_pairs(path: pathlib.Path, args, anchor: str, pairs: list[L.Pair],
+                done: dict) -> None:
+    """pairs.json: the settings, and the pairs played now and earlier (written whole, then
+    renamed: a stop mid-write leaves the previous file)."""
+    results = dict(done)
+    results.update({(args.agents[p.a], args.agents[p.b]): (p.wins, p.losses, p.draws)
+                    for p in pairs})
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({
+        "agents": args.agents, **settings(args), "anchor": anchor,
+        "pairs": [{"a": a, "b": b, "wins_a": w, "wins_b": l, "draws": d}
+                  for (a, b), (w, l, d) in results.items()]}, indent=1))
+    tmp.replace(path)
 
 
 def plot(names, ratings: L.Ratings, path: pathlib.Path) -> bool:
@@ -104,12 +166,17 @@ def main(argv=None, log=print):
         return 2
     log("agents: " + ", ".join(f"{i} {a}" for i, a in enumerate(args.agents)))
     env = Trictrac(max_steps=args.max_steps)
-    pairs = play_round_robin(agents, env, args.games, jax.random.PRNGKey(args.seed), log)
     anchor = args.anchor or ("random" if "random" in args.agents else args.agents[0])
-    ratings = L.fit(len(args.agents), pairs, anchor=args.agents.index(anchor))
-
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    done = played(out / "pairs.json", args, log)
+    pairs = play_round_robin(args.agents, agents, env, args.games,
+                             jax.random.PRNGKey(args.seed), done,
+                             lambda pairs: write_pairs(out / "pairs.json", args, anchor,
+                                                       pairs, done), log)
+    write_pairs(out / "pairs.json", args, anchor, pairs, done)
+    ratings = L.fit(len(args.agents), pairs, anchor=args.agents.index(anchor))
+
     table = L.table(args.agents, ratings, pairs)
     command = "python train/ladder.py " + " ".join(sys.argv[1:] if argv is None else argv)
     over_rolls = " over the rolls" if args.rolls else ""
@@ -119,12 +186,6 @@ def main(argv=None, log=print):
               f"{args.max_steps} decisions (a draw, half a win each); Elo from a "
               f"Bradley-Terry fit, {anchor} = 0, 95% intervals.\n\n")
     (out / "ladder.md").write_text(header + table + "\n")
-    (out / "pairs.json").write_text(json.dumps({
-        "agents": args.agents, "games_per_pair": args.games, "seed": args.seed,
-        "lookahead": args.lookahead, "rolls": args.rolls, "max_steps": args.max_steps,
-        "anchor": anchor,
-        "pairs": [{"a": args.agents[p.a], "b": args.agents[p.b], "wins_a": p.wins,
-                   "wins_b": p.losses, "draws": p.draws} for p in pairs]}, indent=1))
     log(table)
     if not plot(args.agents, ratings, out / "ladder.png"):
         log("matplotlib is not installed: no plot")
