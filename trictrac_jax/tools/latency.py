@@ -49,17 +49,20 @@ def cases() -> dict:
 
 
 def bots(setup: tt.Trictrac, key) -> dict:
-    """The champion as `python -m trictrac_jax.tools.play` runs it, on a mid-game position (after
-    30 random moves); empty without the training extra."""
+    """The champion as `python -m trictrac_jax.tools.play` runs it (and its search, weaker
+    and slower: docs/training.md), on a mid-game position (after 30 random moves); empty
+    without the training extra."""
     if importlib.util.find_spec("mctx") is None:
         return {}
     from trictrac_jax.tools import play
     state = setup.init(key)
     for k in jax.random.split(key, 30):
         state = setup.step(state, agents.random_agent(k, state), k)
-    return {f"play: champion, lookahead 32{note}": functools.partial(
-                jax.jit(play.load_opponent("champion", 32, rolls)), key, state)
-            for note, rolls in [(" over the rolls", True), (", --no-rolls", False)]}
+    levels = {"play: champion, lookahead 32 over the rolls": ("champion", True),
+              "play: champion, lookahead 32, --no-rolls": ("champion", False),
+              "play: --opponent champion@search:64": ("champion@search:64", None)}
+    return {name: functools.partial(jax.jit(play.load_opponent(spec, 32, rolls)), key, state)
+            for name, (spec, rolls) in levels.items()}
 
 
 def timed(fn) -> float:
