@@ -77,24 +77,23 @@ def test_ladder_script_end_to_end(tmp_path, capsys):
 
 
 def test_a_ladder_run_again_plays_only_the_missing_pairs(tmp_path, capsys):
-    """A ladder with one more agent reuses the pair already played, and gives what one run
-    of all three gives; other settings replay everything."""
-    grown, whole = tmp_path / "grown", tmp_path / "whole"
-    common = ["--games", "4", "--max-steps", "40"]
-    assert script.main(["random", "first", *common, "--out", str(grown)]) == 0
-    first = json.loads((grown / "pairs.json").read_text())["pairs"]
+    """Run again into its directory with the same settings, a ladder reuses what pairs.json
+    holds (a stopped ladder continues); other settings or an unreadable file replay all."""
+    out = tmp_path / "ladder"
+    args = ["random", "first", "--games", "4", "--max-steps", "40", "--out", str(out)]
+    assert script.main(args) == 0
+    pairs, table = (out / "pairs.json").read_text(), (out / "ladder.md").read_text()
     capsys.readouterr()
-    assert script.main(["random", "first", "greedy:2", *common, "--out", str(grown)]) == 0
-    out = capsys.readouterr().out
-    assert "1 pairs already played with these settings are reused" in out
-    assert "0 vs 1:" not in out and "0 vs 2:" in out and "1 vs 2:" in out
-    assert script.main(["random", "first", "greedy:2", *common, "--out", str(whole)]) == 0
-    grown_pairs = json.loads((grown / "pairs.json").read_text())["pairs"]
-    assert grown_pairs[0] == first[0]
-    assert grown_pairs == json.loads((whole / "pairs.json").read_text())["pairs"]
-    assert (grown / "ladder.md").read_text().split("\n", 1)[1] == \
-        (whole / "ladder.md").read_text().split("\n", 1)[1]
-    capsys.readouterr()
-    assert script.main(["random", "first", "--games", "2", "--max-steps", "40",
-                        "--out", str(grown)]) == 0
+    assert script.main(args) == 0
+    log = capsys.readouterr().out
+    assert "1 pairs already played with these settings are reused" in log
+    assert "0 vs 1:" not in log  # not played again
+    assert (out / "pairs.json").read_text() == pairs and (out / "ladder.md").read_text() == table
+    assert len(script.played(out / "pairs.json", script.parse_args(args), print)) == 1
+    other = script.parse_args(args[:2] + ["--games", "2"] + args[4:])
+    assert script.played(out / "pairs.json", other, print) == {}
     assert "other settings; every pair is played" in capsys.readouterr().out
+    (out / "pairs.json").write_text("{not json")
+    assert script.played(out / "pairs.json", script.parse_args(args), print) == {}
+    assert "not read (JSONDecodeError" in capsys.readouterr().out
+
