@@ -42,9 +42,9 @@ class Play(NamedTuple):
         return self
 
 
-# The tree width of `search:N`: the lookahead's 32 likeliest moves. With the champion's
-# search (64 simulations), 32 slots instead of 128 changed 2 of 508 moves (docs/training.md,
-# "Action slots"), and cost 40% less time (docs/training.md, "Test-time search").
+# The tree width of `search:N`: the lookahead's 32 likeliest moves; 32 slots instead of 256
+# cost 40% less time (11 against 18.5 ms a position at 64 games: docs/training.md,
+# "Yardsticks above greedy, and search at play time").
 SEARCH_SLOTS = 32
 
 # The ways to play a spec may name after '@', each with its integer argument.

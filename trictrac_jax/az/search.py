@@ -249,6 +249,15 @@ def rolled_worth(model: Model, params, action, states: State):
     return backed_up @ model.env.chance_probs
 
 
+def likeliest(model: Model, params, states: State, top_k: int):
+    """(actions int32[B, K], legal bool[B, K], value float32[B]): the policy's `top_k`
+    likeliest actions by descending logit, which of them are legal, and the network's
+    value of `states` [B] (the candidates of both lookaheads)."""
+    logits, value = model.evaluate(params, states)
+    top_logits, actions = jax.lax.top_k(logits, top_k)
+    return actions.astype(jnp.int32), top_logits > N.MASKED_LOGIT / 2, value
+
+
 def make_lookahead(model: Model, top_k: int, rolls: bool = False):
     """`lookahead(params, key, states[B]) -> int32[B]`: a 1-ply search. Among the policy's
     `top_k` most likely legal actions it plays the one whose afterstate (the position after
@@ -262,12 +271,10 @@ def make_lookahead(model: Model, top_k: int, rolls: bool = False):
     others play their first legal action."""
     def lookahead(params, key, states: State):
         del key  # deterministic
-        logits, _ = model.evaluate(params, states)
-        top_logits, actions = jax.lax.top_k(logits, top_k)  # [B, K], by descending logit
-        valid = (top_logits > N.MASKED_LOGIT / 2) & has_choice(states)[:, None]  # legal only
+        actions, legal, _ = likeliest(model, params, states, top_k)
         worth = (lambda s, a: rolled_worth(model, params, a, s)) if rolls else (
             lambda s, a: model.afterstate(params, a, s)[1])
-        return best_candidates(states, actions.astype(jnp.int32), valid,
+        return best_candidates(states, actions, legal & has_choice(states)[:, None],
                                jnp.argmax(states.legal_action_mask, -1), worth)
     return lookahead
 
@@ -280,10 +287,8 @@ def make_lookahead_search(model: Model, top_k: int, temperature: float, explore:
     worth: a one-step expectimax backup of the value network, the target that
     `replay.bootstrap` learns from. No tree (`tree` is None)."""
     def search(params, key, states: State) -> SearchOutput:
-        logits, value = model.evaluate(params, states)
-        top_logits, actions = jax.lax.top_k(logits, top_k)  # [B, K], by descending logit
-        actions = actions.astype(jnp.int32)
-        worth = candidate_worths(states, actions, top_logits > N.MASKED_LOGIT / 2,  # legal
+        actions, legal, value = likeliest(model, params, states, top_k)
+        worth = candidate_worths(states, actions, legal,
                                  lambda s, a: rolled_worth(model, params, a, s))
         scaled = worth / temperature
         slot = jax.random.categorical(key, scaled) if explore else jnp.argmax(worth, -1)
