@@ -39,3 +39,23 @@ def test_bad_champion_file_is_named(tmp_path, content):
         path.write_bytes(content)
     with pytest.raises((OSError, ValueError), match="champion.msgpack"):
         champion.load(path)
+
+
+def test_export_from_a_network_file_keeps_its_record(tmp_path):
+    """A run's snapshot (a network file) exports as the next champion: same parameters, the
+    snapshot's own provenance kept under `recorded`, the given provenance added."""
+    import json
+    import numpy as np
+    source = champion.numbered(1)
+    prov = tmp_path / "prov.json"
+    prov.write_text(json.dumps({"command": "train it", "evaluation": "vs champion:1"}))
+    out = tmp_path / "next.msgpack"
+    assert champion.main(["--export", str(source), "--provenance", str(prov),
+                          "--out", str(out)]) == 0
+    params, config, provenance = champion.load(out)
+    old_params, old_config, old_provenance = champion.load(source)
+    assert config == old_config and provenance["command"] == "train it"
+    assert provenance["recorded"] == old_provenance
+    assert provenance["network_file"] == str(source)
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(old_params)):
+        np.testing.assert_array_equal(a, b)

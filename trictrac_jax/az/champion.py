@@ -2,7 +2,7 @@
 
     python -m trictrac_jax.az.champion                       # the newest: what, from where
     python -m trictrac_jax.az.champion champion:1            # an earlier one
-    python -m trictrac_jax.az.champion --export RUN_OR_CHECKPOINT --provenance FILE.json
+    python -m trictrac_jax.az.champion --export RUN_CHECKPOINT_OR_NETWORK --provenance FILE.json
 
 `champion:N` is the N-th shipped champion (`trictrac_jax/az/data/championN.msgpack`) and
 `champion` the newest: each new one had to beat the one before, and the earlier ones stay
@@ -90,7 +90,8 @@ def main(argv=None) -> int:
     p.add_argument("name", nargs="?", default="champion",
                    help="champion (the newest) or champion:N (default: champion)")
     p.add_argument("--export", metavar="CHECKPOINT",
-                   help="a run directory (its best checkpoint) or one checkpoint directory")
+                   help="a run directory (its best checkpoint), one checkpoint directory, or a "
+                        "network file in the champion's format (a run's snapshot)")
     p.add_argument("--provenance", metavar="FILE",
                    help="JSON file: how the checkpoint was made and evaluated (with --export)")
     p.add_argument("--out", default=str(numbered(count() + 1)),
@@ -98,11 +99,16 @@ def main(argv=None) -> int:
                         f"{numbered(count() + 1)})")
     args = p.parse_args(argv)
     if args.export:
-        from trictrac_jax.az import training  # the training stack reads orbax checkpoints
-        params, config = training.load_params(args.export)
         provenance = json.loads(pathlib.Path(args.provenance).read_text()) \
             if args.provenance else {}
-        out = save(params, config, {"checkpoint": args.export, **provenance}, args.out)
+        if pathlib.Path(args.export).is_file():  # a snapshot: keeps what it recorded
+            params, config, recorded = load(args.export)
+            provenance = {"network_file": args.export, "recorded": recorded, **provenance}
+        else:
+            from trictrac_jax.az import training  # the training stack reads orbax checkpoints
+            params, config = training.load_params(args.export)
+            provenance = {"checkpoint": args.export, **provenance}
+        out = save(params, config, provenance, args.out)
         print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
         return 0
     try:
