@@ -57,5 +57,7 @@ def test_export_from_a_network_file_keeps_its_record(tmp_path):
     assert config == old_config and provenance["command"] == "train it"
     assert provenance["recorded"] == old_provenance
     assert provenance["network_file"] == str(source)
+    assert champion.main([str(out)]) == 0  # shows any network file's record
+    assert champion.main([str(tmp_path / "missing.msgpack")]) == 2
     for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(old_params)):
         np.testing.assert_array_equal(a, b)

@@ -2,6 +2,7 @@
 
     python -m trictrac_jax.az.champion                       # the newest: what, from where
     python -m trictrac_jax.az.champion champion:1            # an earlier one
+    python -m trictrac_jax.az.champion NETWORK.msgpack        # any network file: its record
     python -m trictrac_jax.az.champion --export RUN_CHECKPOINT_OR_NETWORK --provenance FILE.json
 
 `champion:N` is the N-th shipped champion (`trictrac_jax/az/data/championN.msgpack`) and
@@ -88,7 +89,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m trictrac_jax.az.champion",
                                 description="Show or export a shipped champion network.")
     p.add_argument("name", nargs="?", default="champion",
-                   help="champion (the newest) or champion:N (default: champion)")
+                   help="champion (the newest), champion:N, or a network file in the champion's "
+                        "format (default: champion)")
     p.add_argument("--export", metavar="CHECKPOINT",
                    help="a run directory (its best checkpoint), one checkpoint directory, or a "
                         "network file in the champion's format (a run's snapshot)")
@@ -112,7 +114,7 @@ def main(argv=None) -> int:
         print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
         return 0
     try:
-        file = file_of(args.name)
+        file = pathlib.Path(args.name) if not is_name(args.name) else file_of(args.name)
         params, config, provenance = load(file)
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
