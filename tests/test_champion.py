@@ -1,5 +1,8 @@
 """The shipped champion network: it loads without training, plays, and names a bad file."""
+import json
+
 import jax
+import numpy as np
 import pytest
 
 pytest.importorskip("mctx", reason="needs the train extra")
@@ -44,8 +47,6 @@ def test_bad_champion_file_is_named(tmp_path, content):
 def test_export_from_a_network_file_keeps_its_record(tmp_path):
     """A run's snapshot (a network file) exports as the next champion: same parameters, the
     snapshot's own provenance kept under `recorded`, the given provenance added."""
-    import json
-    import numpy as np
     source = champion.numbered(1)
     prov = tmp_path / "prov.json"
     prov.write_text(json.dumps({"command": "train it", "evaluation": "vs champion:1"}))

@@ -47,8 +47,10 @@ def is_name(spec: str) -> bool:
 
 
 def file_of(name: str = "champion") -> pathlib.Path:
-    """The file of 'champion' (the newest) or 'champion:N' (the N-th, from 1). Raises
-    ValueError naming the champions there are."""
+    """The file of 'champion' (the newest) or 'champion:N' (the N-th, from 1); any other
+    `name` is a network file's path. Raises ValueError naming the champions there are."""
+    if not is_name(name):
+        return pathlib.Path(name)
     if name == "champion":
         return PATH
     n = name.removeprefix("champion:")
@@ -85,6 +87,21 @@ def load(path=PATH) -> tuple[dict, dict, dict]:
                          f"{str(e).splitlines()[0] if str(e) else 'corrupt'})") from None
 
 
+def export(source: str, provenance_file: str | None, out) -> pathlib.Path:
+    """Write the network of `source` (a network file, which keeps its own record under
+    'recorded', or a run or checkpoint directory) with the provenance in `provenance_file`
+    (JSON) to `out`."""
+    provenance = json.loads(pathlib.Path(provenance_file).read_text()) if provenance_file else {}
+    if source.endswith(".msgpack"):  # a network file, as `players.load_network` reads one
+        params, config, recorded = load(source)
+        provenance = {"network_file": source, "recorded": recorded, **provenance}
+    else:
+        from trictrac_jax.az import training  # the training stack reads orbax checkpoints
+        params, config = training.load_params(source)
+        provenance = {"checkpoint": source, **provenance}
+    return save(params, config, provenance, out)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m trictrac_jax.az.champion",
                                 description="Show or export a shipped champion network.")
@@ -100,21 +117,12 @@ def main(argv=None) -> int:
                    help=f"with --export: the file to write (default: the next champion, "
                         f"{numbered(count() + 1)})")
     args = p.parse_args(argv)
-    if args.export:
-        provenance = json.loads(pathlib.Path(args.provenance).read_text()) \
-            if args.provenance else {}
-        if pathlib.Path(args.export).is_file():  # a snapshot: keeps what it recorded
-            params, config, recorded = load(args.export)
-            provenance = {"network_file": args.export, "recorded": recorded, **provenance}
-        else:
-            from trictrac_jax.az import training  # the training stack reads orbax checkpoints
-            params, config = training.load_params(args.export)
-            provenance = {"checkpoint": args.export, **provenance}
-        out = save(params, config, provenance, args.out)
-        print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
-        return 0
     try:
-        file = pathlib.Path(args.name) if not is_name(args.name) else file_of(args.name)
+        if args.export:
+            out = export(args.export, args.provenance, args.out)
+            print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
+            return 0
+        file = file_of(args.name)
         params, config, provenance = load(file)
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

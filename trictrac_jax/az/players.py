@@ -102,8 +102,7 @@ def load_network(spec: str):
     in the champion's format (`*.msgpack`), or of a checkpoint path (a run directory's best
     checkpoint, or one checkpoint directory)."""
     if champion.is_name(spec) or spec.endswith(".msgpack"):
-        params, config, _ = champion.load(champion.file_of(spec) if champion.is_name(spec)
-                                          else spec)
+        params, config, _ = champion.load(champion.file_of(spec))
         return params, config
     return training.load_params(spec)
 
