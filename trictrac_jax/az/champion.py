@@ -46,6 +46,11 @@ def is_name(spec: str) -> bool:
     return spec == "champion" or spec.startswith("champion:")
 
 
+def is_network_file(spec: str) -> bool:
+    """Whether `spec` names a network file in the champion's format (`*.msgpack`)."""
+    return spec.endswith(".msgpack")
+
+
 def file_of(name: str = "champion") -> pathlib.Path:
     """The file of 'champion' (the newest) or 'champion:N' (the N-th, from 1); any other
     `name` is a network file's path. Raises ValueError naming the champions there are."""
@@ -92,7 +97,7 @@ def export(source: str, provenance_file: str | None, out) -> pathlib.Path:
     'recorded', or a run or checkpoint directory) with the provenance in `provenance_file`
     (JSON) to `out`."""
     provenance = json.loads(pathlib.Path(provenance_file).read_text()) if provenance_file else {}
-    if source.endswith(".msgpack"):  # a network file, as `players.load_network` reads one
+    if is_network_file(source):  # keeps its own record
         params, config, recorded = load(source)
         provenance = {"network_file": source, "recorded": recorded, **provenance}
     else:

@@ -101,7 +101,7 @@ def load_network(spec: str):
     """(params, config) of 'champion' or 'champion:N' (a shipped network), of a network file
     in the champion's format (`*.msgpack`), or of a checkpoint path (a run directory's best
     checkpoint, or one checkpoint directory)."""
-    if champion.is_name(spec) or spec.endswith(".msgpack"):
+    if champion.is_name(spec) or champion.is_network_file(spec):
         params, config, _ = champion.load(champion.file_of(spec))
         return params, config
     return training.load_params(spec)
