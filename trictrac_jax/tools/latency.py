@@ -49,9 +49,9 @@ def cases() -> dict:
 
 
 def bots(setup: tt.Trictrac, key) -> dict:
-    """The champion as `python -m trictrac_jax.tools.play` runs it (and its search, weaker
-    and slower: docs/training.md), on a mid-game position (after 30 random moves); empty
-    without the training extra."""
+    """The newest champion as `python -m trictrac_jax.tools.play` runs it (and its search,
+    weaker and slower: docs/training.md; and the first champion, a smaller network), on a
+    mid-game position (after 30 random moves); empty without the training extra."""
     if importlib.util.find_spec("mctx") is None:
         return {}
     from trictrac_jax.tools import play
@@ -60,7 +60,8 @@ def bots(setup: tt.Trictrac, key) -> dict:
         state = setup.step(state, agents.random_agent(k, state), k)
     levels = {"play: champion, lookahead 32 over the rolls": ("champion", True),
               "play: champion, lookahead 32, --no-rolls": ("champion", False),
-              "play: --opponent champion@search:64": ("champion@search:64", None)}
+              "play: --opponent champion@search:64": ("champion@search:64", None),
+              "play: --opponent champion:1 (the first, 2 blocks)": ("champion:1", True)}
     return {name: functools.partial(jax.jit(play.load_opponent(spec, 32, rolls)), key, state)
             for name, (spec, rolls) in levels.items()}
 
