@@ -49,9 +49,10 @@ def cases() -> dict:
 
 
 def bots(setup: tt.Trictrac, key) -> dict:
-    """The newest champion as `python -m trictrac_jax.tools.play` runs it (and its search,
-    weaker and slower: docs/training.md; and the first champion, a smaller network), on a
-    mid-game position (after 30 random moves); empty without the training extra."""
+    """The newest champion as `python -m trictrac_jax.tools.play` runs it, its search (a
+    level weaker than the lookahead for the first champion: docs/training.md) and the first
+    champion (a smaller network), on a mid-game position (after 30 random moves); empty
+    without the training extra."""
     if importlib.util.find_spec("mctx") is None:
         return {}
     from trictrac_jax.tools import play
