@@ -225,7 +225,7 @@ def test_resumed_tensorboard_drops_the_points_played_again(tmp_path, monkeypatch
 
 
 def test_same_seed_same_iteration(run):
-    """Self-play and training are deterministic (the run's trainer is already compiled)."""
+    """Self-play and training are deterministic (the run's functions are already compiled)."""
     config = tiny_config(run[0])
 
     def one_iteration():
