@@ -28,6 +28,8 @@ def executed(monkeypatch_module):
     monkeypatch_module.setenv("TRICTRAC_NOTEBOOK_TINY", "1")
     monkeypatch_module.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    # JAX chooses its platform as in a user's kernel (the suite's conftest pins the CPU)
+    monkeypatch_module.delenv("JAX_PLATFORMS", raising=False)
     # Two kernels at a time: most of a notebook's time is single-threaded compilation.
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip(NOTEBOOKS, pool.map(run_notebook, NOTEBOOKS)))
@@ -56,6 +58,12 @@ def test_notebooks_start_with_parameters_and_install():
         assert "TRICTRAC_NOTEBOOK_TINY" in first.source and "git+" in first.source
         assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code"), \
             f"{name}: commit notebooks without outputs"
+
+
+def test_notebooks_start_quietly(executed):
+    """No cell prints a traceback: not the CUDA plugin's on a machine without a GPU."""
+    for name, notebook in executed.items():
+        assert "Traceback" not in outputs(notebook), name
 
 
 def test_quickstart(executed):
