@@ -182,9 +182,9 @@ def test_load_agent_specs(tmp_path):
     (8, 8, False, "one search, not both"), (0, 0, True, "rolls: .*needs lookahead"),
     (8, 0, True, "rolls: .*needs lookahead"), (-1, 0, False, "simulations: must be")])
 def test_checkpoint_agent_rejects_a_bad_search(sims, lookahead, rolls, message):
-    from trictrac_jax.az.config import defaults
+    from trictrac_jax.az.config import Config
     with pytest.raises(ValueError, match=message):
-        checkpoint_agent(None, defaults(),
+        checkpoint_agent(None, Config(),
                          Play(lookahead=lookahead, rolls=rolls, simulations=sims))
 
 
