@@ -2,9 +2,9 @@
 
 Which moves are legal is the engine's answer alone (the state's legal actions); this module
 only explains a refusal. It reads the engine's candidate move pairs for the position and
-roll (`moves.move_lists`: which pairs are possible at all, fill a quarter, bear off, with an
-exceeding number, which are legal) and the board, and names the first of these that
-applies, in this order:
+roll (`moves.move_lists`: which pairs are possible at all, fill a quarter, keep the bear-off
+rules, which the reference lists as filling, exact or legal) and the board, and names the
+first of these that applies, in this order:
 
 1. facts about the half-move itself: no own checker on the field, no die left for that
    distance or direction, the field held by the opponent, bearing off with checkers
@@ -15,8 +15,9 @@ applies, in this order:
    numbers first, the farthest checker), both dice must be played, the bigger die when
    only one can be.
 
-Granularity: a pair rule that forbids every pair with the half-move is named only in the
-cases above; otherwise the answer says that the half-move goes with no legal second move.
+Granularity: a refusal that none of these explains is answered "X-Y goes with no legal move
+of your other die" (no possible pair) or "X-Y is in no legal move here" (with a legal move
+for example); over the random games of tests/test_web.py neither comes up.
 Everything here is on the mover's view (fields 1-24 in his direction of play, his rest
 corner 12), and speaks of real fields.
 """
@@ -41,13 +42,13 @@ class Lists(NamedTuple):
     moves: list[tuple[Move, ...]]  # the one or two moves of each candidate
     possible: np.ndarray  # bool: every move possible, corner and opponent-quarter rules kept
     fills: np.ndarray  # bool: a quarter is filled after it
-    exceeding: np.ndarray  # bool: bears off with a number higher than needed
+    exits: np.ndarray  # bool: it bears a checker off
     exit_outside_ok: np.ndarray  # bool: the checkers are in the last quarter to bear off
     exit_farthest_ok: np.ndarray  # bool: an exceeding number bears off the farthest checker
     full: np.ndarray  # bool: two moves
     first_pass: np.ndarray  # bool: the bigger die first
     filling: np.ndarray  # bool: in the reference's quarter-filling list
-    exact: np.ndarray  # bool: in its list without exceeding numbers
+    exact: np.ndarray  # bool: in its list without exceeding numbers (higher than needed)
     legal: np.ndarray  # bool: in its legal list
     board: tuple[int, ...]  # the view board
     dice: tuple[int, int]
@@ -69,7 +70,7 @@ def candidate_lists(state: State) -> Lists:
              for p in np.asarray(c.pair).T]
     flag = lambda x: np.asarray(x).astype(bool)
     return Lists(moves=moves, possible=flag(c.possible), fills=flag(c.fills),
-                 exceeding=flag(c.exceeding), exit_outside_ok=flag(c.exit_outside_ok),
+                 exits=flag(c.has_exit), exit_outside_ok=flag(c.exit_outside_ok),
                  exit_farthest_ok=flag(c.exit_farthest_ok), full=flag(c.is_full),
                  first_pass=np.arange(M.NUM_CANDIDATES) < M.PASS_SIZE,
                  filling=flag(lists.filling), exact=flag(lists.exact), legal=flag(lists.legal),
@@ -136,7 +137,6 @@ def why_not(lists: Lists, player: int, pending: list[Move], move: Move) -> str:
     call it for a move the legal actions do not allow."""
     w = Words(player)
     board = after(lists.board, pending)
-    frm, to = move
     fact = _move_fact(board, lists.dice, pending, move, w)
     if fact:
         return fact
@@ -150,14 +150,15 @@ def why_not(lists: Lists, player: int, pending: list[Move], move: Move) -> str:
         example = _example(lists, lists.legal & lists.fills, w)
         return ("You must fill a quarter (six fields of two checkers or more), or keep one "
                 f"filled, when you can{example}.")
-    if not to:
-        if not (possible & lists.exit_outside_ok).any():
+    exits = possible & lists.exits  # the pairs with the move that bear off
+    if exits.any():
+        if not (exits & lists.exit_outside_ok).any():
             return ("You can bear off only once all your checkers are in your last quarter "
                     f"(fields {w.fields(LAST_QUARTER, 24)}).")
-        if lists.exact.any() and not (possible & lists.exact).any():
+        if lists.exact.any() and not (exits & lists.exact).any():
             return ("A checker is borne off with a number higher than it needs only when no "
                     f"move plays exact numbers{_example(lists, lists.legal, w)}.")
-        if not (possible & lists.exit_farthest_ok).any():
+        if not (exits & lists.exit_farthest_ok).any():
             return ("With a number higher than it needs, only your farthest checker may be "
                     "borne off.")
     legal_full = (lists.legal & lists.full).any()

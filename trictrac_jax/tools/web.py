@@ -253,7 +253,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.max_games < 1:
         parser.error("--max-games must be at least 1")
-    print(f"Compiling the engine and the bot ({args.opponent}): about a minute on a 2-core CPU...",
+    print(f"Compiling the engine and the bot ({args.opponent}), once: minutes on a 2-core CPU...",
           flush=True)
     started = time.perf_counter()
     try:
@@ -279,6 +279,8 @@ def main(argv=None) -> int:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
+        print("Stopping.")
+    finally:
         server.stop()
     return 0
 

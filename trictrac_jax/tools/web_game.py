@@ -175,7 +175,8 @@ class Game:
             if self.state.is_chance:
                 self._roll(engine, outcome=_outcome_of(string_id))
             if io.to_string_id(self.state) != string_id:
-                raise GameError(422, f"record: decision {n + 1} does not follow: its position "
+                what = f"decision {n + 1}" if n < len(decisions) else "the last position"
+                raise GameError(422, f"record: {what} does not follow: its position "
                                      f"{string_id} is not {io.to_string_id(self.state)}")
             if n < len(decisions):
                 action = decisions[n]["action"]

@@ -142,6 +142,7 @@ function showLog(lines, whole) {
 // --- the player's clicks -------------------------------------------------------------------
 
 async function clickField(field) {
+  if (!view) return;
   if (!view.yours) return say(view.over ? view.result : "It is not your turn.");
   if (selected !== null) {
     if (field === selected) { selected = null; return drawOverlay(); }
