@@ -190,7 +190,13 @@ SVG_DEFS = f"""<defs>
 
 def svg(state: State, caption: str | None = None) -> str:
     """One game as a standalone SVG document (string)."""
-    body = board_svg_body(position(state), caption)
+    return svg_of(position(state), caption)
+
+
+def svg_of(pos: Position, caption: str | None = None, extra: str = "") -> str:
+    """`svg` of a `Position` (a board edited on the host, say a move half played), with
+    `extra` SVG elements drawn over the board (e.g. `move_arrows`)."""
+    body = board_svg_body(pos, caption) + extra
     return _document(WIDTH, _board_height(caption), SVG_DEFS + body)
 
 
@@ -278,6 +284,63 @@ def field_column(field: int) -> tuple[float, bool]:
     return x, top
 
 
+def checker_centre(field: int, k: int) -> tuple[float, float]:
+    """(x, y) of the `k`-th checker (0: at the arrow's base) of the stack on field 1..24;
+    stacks taller than SVG_STACK draw their last checkers on the top one."""
+    x, top = field_column(field)
+    base = Y0 if top else Y0 + FELT_H
+    direction = 1 if top else -1
+    return x, base + direction * (CHECKER_R + 1 + min(k, SVG_STACK - 1) * CHECKER_STEP)
+
+
+def field_box(field: int) -> tuple[float, float, float, float]:
+    """(x, y, width, height): the half of the felt that field 1..24 stands in (its arrow and
+    its stack), for pointing at the field."""
+    x, top = field_column(field)
+    return x - FIELD_W / 2, Y0 if top else Y0 + FELT_H / 2, FIELD_W, FELT_H / 2
+
+
+def off_box(colour: int) -> tuple[float, float, float, float]:
+    """(x, y, width, height): where `colour`'s checkers are borne off, the frame beside his
+    last quarter (White's 19-24 at the top right, Black's 6-1 at the bottom right)."""
+    return X0 + FELT_W, Y0 if colour == 0 else Y0 + FELT_H / 2, PANEL_X - 4 - X0 - FELT_W, FELT_H / 2
+
+
+def arrow_ends(board, colour: int,
+               moves: Sequence[tuple[int, int]]) -> list[tuple[float, float, float, float]]:
+    """(x1, y1, x2, y2) of each move (from, to; to 0: borne off) that `colour` has just
+    played, the real `board` being the one after them: from the place the checker left to
+    the one it reached."""
+    board = [int(n) for n in board]
+    sign = 1 if colour == 0 else -1
+    ends = []
+    for frm, to in reversed(list(moves)):  # undo them one by one, the last first
+        if to:
+            end = checker_centre(to, abs(board[to - 1]) - 1)
+            board[to - 1] -= sign
+        else:
+            x, y, w, h = off_box(colour)
+            end = (x + w / 2, y + h / 2)
+        board[frm - 1] += sign
+        ends.append(checker_centre(frm, abs(board[frm - 1]) - 1) + end)
+    return ends[::-1]
+
+
+def move_arrows(board, colour: int, moves: Sequence[tuple[int, int]],
+                ink: str = "#e8702a") -> str:
+    """SVG arrows of the `moves` that `colour` has just played (see `arrow_ends`)."""
+    if not moves:
+        return ""
+    head = f"tt-head-{ink.lstrip('#')}"
+    out = [f'<marker id="{head}" viewBox="0 0 10 10" refX="7" refY="5" markerWidth="4" '
+           f'markerHeight="4" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{ink}"/></marker>']
+    for x1, y1, x2, y2 in arrow_ends(board, colour, moves):
+        out.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{ink}" '
+                   f'stroke-width="5" stroke-linecap="round" opacity="0.85" '
+                   f'marker-end="url(#{head})"/>')
+    return f'<g class="move-arrows">{"".join(out)}</g>'
+
+
 def _table() -> str:
     outer_w, outer_h = FELT_W + 2 * FRAME, FELT_H + 2 * FRAME
     bar_x = X0 + 6 * FIELD_W
@@ -331,15 +394,10 @@ def _checkers(board) -> str:
         if n == 0:
             continue
         colour = 0 if n > 0 else 1
-        x, top = field_column(f)
-        base = Y0 if top else Y0 + FELT_H
-        direction = 1 if top else -1
-        shown = min(abs(n), SVG_STACK)
-        for k in range(shown):
-            y = base + direction * (CHECKER_R + 1 + k * CHECKER_STEP)
-            out.append(_checker(x, y, colour))
+        for k in range(min(abs(n), SVG_STACK)):
+            out.append(_checker(*checker_centre(f, k), colour))
         if abs(n) > SVG_STACK:
-            y = base + direction * (CHECKER_R + 1 + (shown - 1) * CHECKER_STEP)
+            x, y = checker_centre(f, SVG_STACK - 1)
             ink = PALETTE["black"] if colour == 0 else PALETTE["white"]
             out.append(_text(x, y + 6, str(abs(n)), 17, ink, anchor="middle", bold=True,
                              cls="stack-count"))

@@ -1,12 +1,17 @@
 """Latency of the public functions called on one state outside `jit`, as a markdown table.
 
     python -m trictrac_jax.tools.latency
+    python -m trictrac_jax.tools.latency --web [--opponent SPEC] [--decisions N]
 
 The first call of each compiles (or fills a cache); the table gives it, and the median of
 the calls after it, which is what a person exploring positions one at a time waits for.
+`--web` times the browser game's requests instead (tools/web.py), once its start-up has
+compiled everything.
 """
 from __future__ import annotations
 
+import argparse
+import collections
 import functools
 import importlib.util
 import statistics
@@ -73,7 +78,70 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
+def web(opponent: str, decisions: int, seed: int = 0) -> None:
+    """The browser game's requests through its ASGI app in this process (starlette's
+    TestClient: HTTP without a network) over games (seeds `seed`, `seed` + 1, ...) until
+    the player has taken `decisions` decisions: he plays his first legal move half-move by
+    half-move and asks for a hint each time. `play` is the player's move, the bot's answer
+    and the rolls after them."""
+    from starlette.testclient import TestClient
+    from trictrac_jax.tools import web as W
+    from trictrac_jax.tools import web_game
+    start = time.perf_counter()
+    engine = web_game.Engine(opponent)
+    engine.warm()
+    print(f"start-up against {opponent} (compiling and warming): "
+          f"{time.perf_counter() - start:.1f} s\n")
+    client, times = TestClient(W.create_app(web_game.Games(engine))), collections.defaultdict(list)
+
+    def request(name, method, path, **kwargs):
+        began = time.perf_counter()
+        response = client.request(method, path, **kwargs)
+        times[name].append(time.perf_counter() - began)
+        if response.status_code >= 300:
+            raise RuntimeError(f"{method} {path}: {response.status_code} {response.text}")
+        return response.json()
+
+    played, games = times["POST .../play (move, bot's answer)"], 0
+    while len(played) < decisions:
+        view = request("POST /api/games (new game)", "POST", "/api/games",
+                       json={"seat": "white", "seed": seed + games})
+        games += 1
+        while not view["over"] and len(played) < decisions:
+            view = _web_decision(request, view)
+    print("| request | calls | median ms | max ms |\n|---|---|---|---|")
+    for name, spent in times.items():
+        print(f"| `{name}` | {len(spent)} | {1000 * statistics.median(spent):.1f} | "
+              f"{1000 * max(spent):.1f} |")
+
+
+def _web_decision(request, view: dict) -> dict:
+    """One of the player's decisions, as `web` times them."""
+    game = "/api/games/" + view["game"]
+    request("GET .../ID (the view)", "GET", game)
+    if view["hints"]:
+        request("GET .../hint", "GET", game + "/hint")
+    request("GET .../why (a refusal)", "GET", game + "/why?from=1&to=2")
+    while view["complete"] is None and view["options"]:
+        frm, targets = next(iter(view["options"].items()))
+        view = request("POST .../move (a half-move)", "POST", game + "/move",
+                       json={"turn": view["turn"], "from": int(frm), "to": targets[0]})
+    action = view["complete"] if view["complete"] is not None else (
+        view["pass"] if view["pass"] is not None else 1)
+    return request("POST .../play (move, bot's answer)", "POST", game + "/play",
+                   json={"turn": view["turn"], "action": action})
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.latency",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--web", action="store_true", help="time the browser game's requests")
+    parser.add_argument("--opponent", default="champion", help="--web: the bot (default: champion)")
+    parser.add_argument("--decisions", type=int, default=40,
+                        help="--web: the player's decisions to time (default: 40)")
+    args = parser.parse_args(argv)
+    if args.web:
+        return web(args.opponent, args.decisions)
     print("| function | first call s | later calls ms (median) |\n|---|---|---|")
     for name, fn in cases().items():
         first = timed(fn)

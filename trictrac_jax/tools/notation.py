@@ -182,6 +182,23 @@ def roll_report(before: State, roll: Roll) -> list[str]:
     return lines
 
 
+def decision_report(before: State, after: State, action: int) -> list[str]:
+    """What a decision did besides the move: Go, the points the opponent marks once the
+    roller has moved, a new setting after the mover bore off his last checker."""
+    mover = int(before.current_player)
+    me, other = render.COLOUR_NAMES[mover], render.COLOUR_NAMES[1 - mover]
+    if action == GO:
+        return [f"{me} goes: new setting, the checkers go back to the talons."]
+    lines = []
+    marked = int(before._dice_points[1])
+    if marked:
+        lines += [f"{other} marks {marked} points.{holes_won(before, after, 1 - mover)}",
+                  score_line(after)]
+    if int(after.current_player) == mover and not bool(after.terminated | after.truncated):
+        lines.append(f"{me} bore off all his checkers: new setting, {me} rolls again.")
+    return lines
+
+
 def holes_won(before: State, after: State, colour: int) -> str:
     won = int(after._holes[colour]) - int(before._holes[colour])
     if won <= 0:

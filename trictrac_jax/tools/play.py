@@ -24,8 +24,8 @@ from trictrac_jax import agents
 from trictrac_jax import render
 from trictrac_jax.env import new_game
 from trictrac_jax.state import State
-from trictrac_jax.tools.notation import (GO, ChoiceError, Kernels, holes_won, kernels, legal_moves,
-                                         parse_choice, roll_report, score_line)
+from trictrac_jax.tools.notation import (GO, ChoiceError, Kernels, decision_report, kernels,
+                                         legal_moves, parse_choice, roll_report)
 
 COLOURS = {"white": 0, "black": 1}
 QUIT_WORDS = ("q", "quit", "exit")
@@ -67,7 +67,8 @@ def play_game(opponent: Agent, human: int, seed: int, stdin: TextIO, stdout: Tex
             notation = dict(legal_moves(state, k)).get(action, f"illegal action {action}")
             say(f"{render.COLOUR_NAMES[mover]} plays {notation}.")
         after = k.decide(state, action)
-        _report_decision(state, after, action, say)
+        for line in decision_report(state, after, action):
+            say(line)
         state = after
         if not _done(state):
             state, key = _roll_and_report(k, state, key, say)
@@ -96,23 +97,6 @@ def _roll_and_report(k: Kernels, state: State, key, say):
     for line in roll_report(state, roll):
         say(line)
     return roll.state, key
-
-
-def _report_decision(before: State, after: State, action: int, say) -> None:
-    """Go, and the points the opponent marks once the roller has moved."""
-    mover = int(before.current_player)
-    other = 1 - mover
-    if action == GO:
-        say(f"{render.COLOUR_NAMES[mover]} goes: new setting, the checkers go back to the talons.")
-        return
-    marked = int(before._dice_points[1])
-    if marked:
-        say(f"{render.COLOUR_NAMES[other]} marks {marked} points."
-            f"{holes_won(before, after, other)}")
-        say(score_line(after))
-    if int(after.current_player) == mover and not _done(after):
-        say(f"{render.COLOUR_NAMES[mover]} bore off all his checkers: new setting, "
-            f"{render.COLOUR_NAMES[mover]} rolls again.")
 
 
 def _ask(state: State, k: Kernels, stdin: TextIO, say) -> int | None:
