@@ -23,13 +23,18 @@ together, game-minor (see lanes.py): no engine step per action.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
 from trictrac_jax.arrays import leading
 from trictrac_jax.lanes import game_minor
+from trictrac_jax.state import NUM_CHECKERS
 
 # The original's terms, each a float32 as it computes them.
 FILLED_QUARTER = np.float32(8.0)  # a quarter 1-6, 7-12 or 19-24 filled
@@ -49,60 +54,86 @@ def _table(k):
     return out
 
 
-def _opponent_at_or_after(q):
-    """bool[4, 6, *lanes]: an opponent checker on this field or a later one of its quarter,
-    for quarters int[4, 6, *lanes] (`board.quarters`)."""
-    seen, out = jnp.zeros_like(q[:, 0], bool), [None] * 6
-    for j in reversed(range(6)):
-        seen = seen | (q[:, j] < 0)
-        out[j] = seen
-    return jnp.stack(out, axis=1)
+class Fixed(NamedTuple):
+    """What the score reads of a position that the mover's own move cannot change."""
+
+    # bool[24, *lanes]: an opponent checker on the field or a later one of its quarter
+    opponent_ahead: jnp.ndarray
+    opponent_last: jnp.ndarray  # int8[*lanes]: the opponent's highest field, 0 if none
 
 
-def fields_to_fill(board):
+def fixed_facts(board) -> Fixed:
+    """The `Fixed` facts of view boards int[24, *lanes]."""
+    seen, ahead = jnp.zeros(board.shape[1:], bool), [None] * 24
+    for f in reversed(range(24)):
+        seen = (seen & (f % 6 != 5)) | (board[f] < 0)  # restarts at each quarter's end
+        ahead[f] = seen
+    return Fixed(jnp.stack(ahead), B.highest_field(board < 0).astype(jnp.int8))
+
+
+def fields_to_fill(board, upto, opponent_ahead):
     """int32[*lanes]: the reference's count of checkers missing to fill the quarter it
     would fill next (`Board::get_quarter_filling_candidate`), on view boards
-    int[24, *lanes].
+    int[24, *lanes] with their `board.checkers_upto` and `Fixed.opponent_ahead`.
 
     Per quarter, in order, each field counts 2 when empty and 1 with a single own checker,
     the count restarting after every field held by the opponent. The first quarter counting
-    fewer than 3 gives the answer (0 if the mover could not fill it: see
+    fewer than 3 gives the answer (0 if the mover could not fill it: the rule of
     `board.own_fillable_quarters`); when none does, the last quarter's count.
     """
-    q = B.quarters(board)  # [4, 6, *lanes]
-    short = jnp.where(q == 0, 2, jnp.where(q == 1, 1, 0))
-    count = jnp.sum(jnp.where(_opponent_at_or_after(q), 0, short), axis=1)  # [4, *lanes]
-    fillable = B.own_fillable_quarters(board)
+    i8 = np.int8
+    short = jnp.where(opponent_ahead, i8(0), jnp.where(board == 0, i8(2), (board == 1).astype(i8)))
+    count = jnp.sum(B.quarters(short), axis=1, dtype=jnp.int8)  # [4, *lanes]
+    needed = leading((2 * (np.arange(24) % 6 + 1)).astype(np.int8), board.ndim - 1)
+    fillable = A.fold(jnp.logical_and, B.quarters(upto >= needed), axis=1)  # [4, *lanes]
     answer = count[3]
     for k in (3, 2, 1, 0):  # the first quarter under 3 wins: folded from the last
-        answer = jnp.where(count[k] < 3, jnp.where(fillable[k], count[k], 0), answer)
+        can = fillable[k] if k != 2 else False  # 13-18 holds the opponent's corner
+        answer = jnp.where(count[k] < 3, jnp.where(can, count[k], 0), answer)
     return answer
 
 
-def position_score(board):
-    """float32[*lanes]: the bot's value of view boards int[24, *lanes] (the mover's view).
+def position_score(board, upto=None, facts: Fixed | None = None):
+    """float32[*lanes]: the bot's value of view boards int[24, *lanes] (the mover's view);
+    `upto` (`board.checkers_upto`) and `facts` (`fixed_facts`) are computed when not given.
 
     Summed in float32 in this order, as the original does:
     1. for each of the quarters 1-6, 7-12 and 19-24: 8 if it is filled, else 0.3 x
-       (6 - `fields_to_fill`, at most 6) — the same value for each quarter not filled;
-    2. -0.5 for each own single checker (field by field from 1) lying before the opponent's
-       farthest-advanced checker, that is on a lower field than the opponent's highest;
+       (6 - `fields_to_fill`, at most 6): the same value for each quarter not filled;
+    2. -0.5 for each own single checker lying on a lower field than the opponent's highest
+       (one subtraction per checker: only their number matters);
     3. +0.3 x the own checkers on each field 19-24, field by field.
     """
+    upto = B.checkers_upto(board) if upto is None else upto
+    facts = fixed_facts(board) if facts is None else facts
     lanes = board.ndim - 1
     filled = B.quarter_filled(board)
-    partial = _table(6 - jnp.minimum(fields_to_fill(board), 6))
+    missing = fields_to_fill(board, upto, facts.opponent_ahead)
+    partial = _table(6 - jnp.minimum(missing, 6))
     score = jnp.zeros(board.shape[1:], jnp.float32)
     for k in SCORED_QUARTERS:
         score = score + jnp.where(filled[k], FILLED_QUARTER, partial)
-    opponent_last = B.highest_field(board < 0)  # 0 when the opponent has no checker
-    exposed = (board == 1) & (leading(B.FIELDS, lanes) < opponent_last[None])
-    for f in range(24):
-        score = score - jnp.where(exposed[f], EXPOSED_SINGLE, np.float32(0))
-    home = _table(jnp.maximum(board, 0))
+    exposed = (board == 1) & (leading(B.FIELDS, lanes) < facts.opponent_last[None])
+    singles = jnp.sum(exposed, axis=0, dtype=jnp.int8)
+    for k in range(NUM_CHECKERS):
+        score = score - jnp.where(singles > k, EXPOSED_SINGLE, np.float32(0))
     for f in range(18, 24):
-        score = score + home[f]
+        score = score + _table(jnp.maximum(board[f], 0))
     return score
+
+
+def _after(board, upto, pair):
+    """The view boards after candidate pairs int8[4, N, *lanes] on view board
+    int8[24, *lanes], and their `board.checkers_upto`: both int8[24, N, *lanes]. A move
+    takes one checker from its origin (0: none) to its destination (0: borne off), so the
+    checkers up to a field lose one per origin at or below it and gain one per destination
+    there (rather than a prefix sum per board)."""
+    fields = leading(B.FIELDS, pair.ndim - 1)
+    at_or_below = lambda field: ((field[None] > 0) & (fields >= field[None])).astype(jnp.int8)
+    after = B.apply_move(B.apply_move(board, pair[0], pair[1]), pair[2], pair[3])
+    upto = (A.spread(upto, pair[0]) - at_or_below(pair[0]) + at_or_below(pair[1])
+            - at_or_below(pair[2]) + at_or_below(pair[3]))
+    return after, upto
 
 
 @game_minor
@@ -118,9 +149,10 @@ def choose_move(board, dice):
     lists = M.move_lists(board, dice)
     c = lists.candidates
     listed = M.first_listed(lists.legal, c) > 0  # [N, *lanes]
-    f0, t0, f1, t1 = c.listed
-    after = B.apply_move(B.apply_move(board, f0, t0), f1, t1)  # [24, N, *lanes]
-    score = position_score(after)  # [N, *lanes]
+    after, upto = _after(board, B.checkers_upto(board).astype(jnp.int8), c.listed)
+    facts = fixed_facts(board)
+    facts = Fixed(facts.opponent_ahead[:, None], facts.opponent_last[None])  # per candidate
+    score = position_score(after, upto, facts)  # [N, *lanes]
     best = jnp.max(jnp.where(listed, score, -jnp.inf), axis=0)
     top = listed & (score == best)
     last = jnp.max(jnp.where(top, c.order, -1), axis=0)
@@ -129,6 +161,7 @@ def choose_move(board, dice):
     return jnp.sum(jnp.where(pick, action, 0), axis=0), jnp.any(listed, axis=0)
 
 
+@jax.jit  # called on one state outside `jit`, it would otherwise run op by op (seconds)
 def web_agent(key, state):
     """The reference web client's bot: the legal move whose resulting position it scores
     best (`position_score`), never Go while it has a move; without a legal sequence, the
