@@ -270,7 +270,9 @@ def test_no_intact_checkpoint_lists_those_tried(run, tmp_path, capsys):
     before = snapshot(broken)
     assert az.main(["--resume", str(broken)]) == 2
     out, err = capsys.readouterr()
-    for line, checkpoint in zip(out.splitlines(), checkpoints, strict=True):
+    first, *lines = out.splitlines()
+    assert first.startswith("running on ")
+    for line, checkpoint in zip(lines, checkpoints, strict=True):
         assert line.startswith(f"skipped {checkpoint}: cannot restore the training state "
                                f"(corrupt or truncated file: state/d/")
     assert err.startswith(f"error: {broken / 'checkpoints'}: no intact checkpoint; tried:")

@@ -7,13 +7,16 @@
     python train/eval.py --checkpoint champion --opponent greedy --games 1000 --lookahead 32
     python train/eval.py --checkpoint champion --opponent greedy --games 1000 --lookahead 32 --rolls
     python train/eval.py --checkpoint champion@search:64 --opponent champion@rolls:32 --games 1000
+    python train/eval.py --checkpoint web --opponent greedy --games 200
 
 CHECKPOINT and a network OPPONENT are 'champion' (the newest shipped), 'champion:N', a
 network file (*.msgpack), a run directory (its best checkpoint) or one checkpoint directory;
 each checkpoint is named on stderr as it loads (`loaded runs/quick/checkpoints/85 (best: vs
 random 0.990)`). Networks play as --lookahead/--rolls/--simulations say, or as their own
-`@PLAY` (policy, lookahead:K, rolls:K, search:N). Both seats are played equally; games are
-truncated after the run's env.max_steps decisions and then count as not won.
+`@PLAY` (policy, lookahead:K, rolls:K, search:N). CHECKPOINT may also be a baseline (random,
+first, greedy, greedy:K, web), to match two bots. Both seats are played equally; games are
+truncated after the run's env.max_steps decisions (1000 for two bots) and then count as not
+won.
 """
 from __future__ import annotations
 
@@ -26,19 +29,22 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 
+from trictrac_jax import agents  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az.checkpoint import CheckpointError  # noqa: E402
-from trictrac_jax.az.evaluation import summarise  # noqa: E402
+from trictrac_jax.az.evaluation import play_match, summarise  # noqa: E402
+from trictrac_jax.env import Trictrac  # noqa: E402
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True,
                    help="champion (the newest shipped network), champion:N, a network file, a "
-                        "run or checkpoint directory; NETWORK@PLAY to say how it plays")
+                        "run or checkpoint directory; NETWORK@PLAY to say how it plays; or a "
+                        "baseline (random, first, greedy, greedy:K, web)")
     p.add_argument("--opponent", default="random",
                    help="random | first | greedy (every legal action) | greedy:K (the first K "
-                        "legal actions by index) | a network as --checkpoint")
+                        "legal actions by index) | web | a network as --checkpoint")
     p.add_argument("--games", type=int, default=200, help="games (even: both seats equally)")
     p.add_argument("--simulations", type=int, default=0,
                    help="search simulations per move for checkpoint agents (0: raw policy)")
@@ -59,20 +65,30 @@ def parse_args(argv=None):
     return args
 
 
+def bots_match(baseline: str, opponent: str, games: int, play: players.Play):
+    """Jitted `key -> int32[games]` outcomes of `baseline` against `opponent` (a network
+    opponent plays as its `@PLAY` says, else as `play`), on the default env."""
+    agent, other = players.load_agent(baseline), players.load_agent(opponent, play)
+    return jax.jit(lambda key: play_match(Trictrac(), agent, other, key, games))
+
+
 def main(argv=None):
     args = parse_args(argv)
     try:
         name, own = players.split_spec(args.checkpoint)
         play = players.Play(lookahead=args.lookahead, rolls=args.rolls,
                              simulations=args.simulations).check()
-        params, config = players.load_network(name)
-        match = players.evaluator(config, args.opponent, args.games,
-                                  own or play, play)
+        if agents.baseline(name) is not None:
+            match = bots_match(args.checkpoint, args.opponent, args.games, play)
+        else:
+            params, config = players.load_network(name)
+            evaluate = players.evaluator(config, args.opponent, args.games, own or play, play)
+            match = lambda key: evaluate(params, key)
     except (CheckpointError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     t0 = time.time()
-    result = summarise(match(params, jax.random.PRNGKey(args.seed)))
+    result = summarise(match(jax.random.PRNGKey(args.seed)))
     print(f"{args.checkpoint} vs {args.opponent}: win rate {result.summary()}, 95% Wilson "
           f"interval; {time.time() - t0:.0f}s")
     return 0

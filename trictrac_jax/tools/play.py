@@ -1,7 +1,8 @@
 """Play Trictrac in a terminal against a bot.
 
-    python -m trictrac_jax.tools.play [--opponent champion|greedy|greedy:K|first|random|CHECKPOINT]
-                                [--seed N] [--colour white|black] [--lookahead K] [--no-rolls]
+    python -m trictrac_jax.tools.play
+        [--opponent champion|greedy|greedy:K|web|first|random|CHECKPOINT]
+        [--seed N] [--colour white|black] [--lookahead K] [--no-rolls]
 
 Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
 are listed in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`);
@@ -166,9 +167,10 @@ def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> i
                                      description="Play Trictrac in a terminal against a bot.")
     parser.add_argument("--opponent", default="champion",
                         help="champion (the newest shipped network), champion:N, greedy "
-                             "(every legal move), greedy:K (the first K by index), first, "
-                             "random, or a checkpoint path; NETWORK@PLAY to choose how a network "
-                             "plays: rolls:K, lookahead:K, search:N, policy (default: champion)")
+                             "(every legal move), greedy:K (the first K by index), web (the "
+                             "reference web client's bot), first, random, or a checkpoint path; "
+                             "NETWORK@PLAY to choose how a network plays: rolls:K, lookahead:K, "
+                             "search:N, policy (default: champion)")
     parser.add_argument("--lookahead", type=int, default=32, metavar="K",
                         help="a checkpoint bot's 1-ply search over its policy's K likeliest "
                              "moves (0: the raw policy; default: 32)")
