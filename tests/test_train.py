@@ -383,7 +383,8 @@ def test_resume_of_a_copy_with_a_damaged_latest_checkpoint(run, tmp_path):
                            "--set", f"training.iterations={step + 1}"],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
+    first, *lines = proc.stdout.splitlines()
+    assert first.startswith("running on ")
     assert lines[0].startswith(f"skipped {latest}: cannot read metrics/metrics "
                                f"(JSONDecodeError: ")
     assert lines[1].startswith(f"resumed {latest.parent / str(step - 1)} (vs random ")
