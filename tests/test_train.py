@@ -23,7 +23,7 @@ from trictrac_jax.az import champion, players
 from trictrac_jax.az import checkpoint as C
 from trictrac_jax.az import network as N
 from trictrac_jax.az import training as T
-from trictrac_jax.az.config import ConfigError, load_config
+from trictrac_jax.az.config import ConfigError, load_config, to_dict
 from trictrac_jax.az.evaluation import wilson
 from trictrac_jax.state import OBS_SIZE
 
@@ -670,8 +670,8 @@ def test_time_to_strength_stops_on_the_clock_and_rates_snapshots(tmp_path):
     """A run with a wall-clock budget stops after the iteration that passes it, far short of
     its iterations, and writes the network at each mark; each snapshot is then rated."""
     config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump({**tiny_config(tmp_path / "unused"),
-                                      "training": {**TINY["training"], "iterations": 50}}))
+    config.write_text(yaml.safe_dump(to_dict(tiny_config(tmp_path / "unused",
+                                                         "training.iterations=50"))))
     tts = script("time_to_strength")
     out = tmp_path / "tts"
     assert tts.main([f"--setting=tiny={config},evaluation.every=100", "--minutes=0.001,0.002",
