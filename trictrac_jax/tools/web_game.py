@@ -48,24 +48,23 @@ class GameError(Exception):
 
 class Hinter:
     """The champion's worth of its likeliest moves in a position, as its lookahead over the
-    rolls values them (`search.likeliest`, then `search.rolled_worth` of each): one jitted
+    rolls values them (`search.likeliest`, then `model.rolled_worth` of each): one jitted
     call a position."""
 
     def __init__(self, spec: str = "champion", top_k: int = LOOKAHEAD):
         from trictrac_jax.az import players, search  # the training extra
+        from trictrac_jax.az.model import model_from_config, rolled_worth
         from trictrac_jax.lanes import candidate_worths
         params, config = players.load_network(spec)
-        model = search.model_from_config(config)
-        selfplay = config["selfplay"]
+        model = model_from_config(config)
         # a `points` value is the score margin still to come / margin_scale
-        self.points_per_unit = (selfplay["margin_scale"] if selfplay["value_target"] == "points"
-                                else None)
+        self.points_per_unit = model.margin_scale if model.value_target == "points" else None
 
         def worths(params, state):
             states = jax.tree.map(lambda x: x[None], state)
             actions, legal, _ = search.likeliest(model, params, states, top_k)
             worth = candidate_worths(states, actions, legal,
-                                     lambda s, a: search.rolled_worth(model, params, a, s))
+                                     lambda s, a: rolled_worth(model, params, a, s))
             return actions[0], worth[0]
         self._worths = functools.partial(jax.jit(worths), params)
 
