@@ -39,7 +39,7 @@ from flax import struct
 from trictrac_jax.az import network as N
 from trictrac_jax import scoring
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice, sample_outcome
-from trictrac_jax.lanes import best_candidates, candidate_worths
+from trictrac_jax.worths import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
 
 # The action of an empty slot: Roll, never legal at a decision (taking it forfeits the game),
@@ -267,7 +267,7 @@ def make_lookahead(model: Model, top_k: int, rolls: bool = False):
     over the 36 rolls learned in training (one network evaluation a candidate). With `rolls`
     it is `rolled_worth`, the mean over the 36 rolls, the network seeing only positions
     after a roll, as in training (36 evaluations a candidate). Only games with a choice to
-    make have candidates, scored a bounded pass at a time (`lanes.best_candidates`); the
+    make have candidates, scored a bounded pass at a time (`worths.best_candidates`); the
     others play their first legal action."""
     def lookahead(params, key, states: State):
         del key  # deterministic
