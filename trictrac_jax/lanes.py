@@ -16,7 +16,8 @@ batch-first rest of a step (the state's 514-action mask and 217 observation) the
 the cache too.
 
 `materialised`: a rule whose result is an array of its own rather than fused into its
-readers (the materialisation schedule, stated on the rules it applies to).
+readers (the materialisation schedule, stated on the rules it applies to); `materialising`:
+a function whose materialised steps share one loop trip count.
 
 Lowerings (`lowering()`, read at trace time): on CPU, a `materialised` result is computed
 in a while loop, large batches are chunked, `append` concatenates and `lookup` is a one-hot
@@ -29,6 +30,7 @@ path on CPU).
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 from typing import NamedTuple
@@ -105,48 +107,73 @@ def cpu_chunked(fn):
     return batch_rule(fn, jax.vmap(fn))
 
 
+def _trip_count(witness):
+    """int32 1, read off the array `witness` as 1 + (max < min): XLA cannot know it."""
+    return 1 + (jnp.max(witness) < jnp.min(witness)).astype(jnp.int32)
+
+
+def _once(fn, trips):
+    """`fn()` computed in a while loop of `trips` (1) iterations: its own loop nest."""
+    init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                       jax.eval_shape(fn)))
+    return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn()), init)[1]
+
+
 def computed_once(witness):
     """`once(fn)` -> `fn()`, materialised: computed in its own loop nest and read from memory.
 
     XLA fuses an array's whole computation into every loop that reads it, recomputing it
     per reader (and per element of a reduction that is broadcast back). A while loop is a
     boundary it does not fuse across; this one runs once: its trip count, read off the
-    array `witness` as 1 + (max < min), is not known at compile time, so XLA cannot inline
+    array `witness` (`_trip_count`), is not known at compile time, so XLA cannot inline
     the loop away. Under the GPU lowering `once(fn)` is `fn()`, fused as XLA chooses:
     faster there.
     """
     if not lowering().materialise_in_loop:
         return lambda fn: fn()
-    trips = 1 + (jnp.max(witness) < jnp.min(witness)).astype(jnp.int32)
-
-    def once(fn):
-        init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
-                                           jax.eval_shape(fn)))
-        return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn()), init)[1]
-    return once
+    trips = _trip_count(witness)
+    return lambda fn: _once(fn, trips)
 
 
-def _witness(args):
-    """Two entries of the first array of `args` holding two or more (see `materialised`)."""
-    leaf = next(x for x in jax.tree.leaves(args) if jnp.size(x) >= 2)
-    return jnp.ravel(leaf)[:2]
+# The trip count that the `materialised` steps of the `materialising` function being traced
+# share (None outside one).
+_SCHEDULE_TRIPS = contextvars.ContextVar("trictrac_jax_schedule_trips", default=None)
 
 
 def materialised(fn):
     """`fn(*args)`, its result computed once in its own loop nest (`computed_once`) under
     the CPU lowering; plain `fn` under the GPU lowering.
 
-    For a value that many loops read (the position, the candidates, each move list): XLA
-    would otherwise recompute it in each of them. The loop's trip count is read off two
-    entries of an argument: one that is data, so that XLA cannot know it, and the fewest
-    that it cannot simplify away.
+    For a value that many loops read (the position, the first moves, the candidates, each
+    move list): XLA would otherwise recompute it in each of them. Inside a `materialising`
+    function the loop's trip count is the one that function read off its input; elsewhere
+    it is read off `fn`'s first argument.
     """
     @functools.wraps(fn)
     def computed(*args):
         if not lowering().materialise_in_loop:
             return fn(*args)
-        return computed_once(_witness(args))(lambda: fn(*args))
+        trips = _SCHEDULE_TRIPS.get()
+        if trips is None:
+            trips = _trip_count(jax.tree.leaves(args)[0])
+        return _once(lambda: fn(*args), trips)
     return computed
+
+
+def materialising(fn):
+    """`fn(*args)`, whose `materialised` steps share one trip count read off `fn`'s first
+    argument (an input every step's result depends on, such as the board): one reduction
+    for all, and no read of a step's result that nothing else reads."""
+    @functools.wraps(fn)
+    def scheduled(*args):
+        if not lowering().materialise_in_loop:
+            return fn(*args)
+        token = _SCHEDULE_TRIPS.set(_trip_count(jax.tree.leaves(args)[0]))
+        try:
+            return fn(*args)
+        finally:
+            _SCHEDULE_TRIPS.reset(token)
+    return scheduled
 
 
 def append(body, last, axis: int):

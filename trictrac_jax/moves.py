@@ -52,7 +52,7 @@ import numpy as np
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax.board import LAST_QUARTER, NO_FIELD, NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lanes import append, game_minor, lookup, materialised
+from trictrac_jax.lanes import append, game_minor, lookup, materialised, materialising
 from trictrac_jax.state import NUM_ACTIONS
 
 NUM_PASSES, NUM_FIRST = 2, 15
@@ -546,6 +546,7 @@ def _candidate_masks(p: Position, first: FirstMoves, second: SecondMoves, pair, 
 
 
 @materialised
+@materialising
 def candidates(board, dice) -> Candidates:
     """All candidates for view board int[24, *lanes] and dice int[2, *lanes]; materialised:
     each list reads them."""
@@ -768,6 +769,7 @@ class MoveLists(NamedTuple):
     found: Found  # what `move_lists`' probes found
 
 
+@materialising
 def move_lists(board, dice,
                probes: Callable[[Candidates, jnp.ndarray], Probes] = no_probes) -> MoveLists:
     """The three lists (see the module's docstring) of view board int[24, *lanes] with dice

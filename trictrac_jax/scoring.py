@@ -292,28 +292,13 @@ def _on_own_corner_with_ace(r: Roll):
     return made, (OWN_CORNER, OWN_CORNER + r.v0, OWN_CORNER, OWN_CORNER + r.v1)
 
 
-def _two_tables(r: Roll, lists: M.MoveLists):
-    """Two tables while the opponent's corner is empty."""
-    made, pair = _both_corners(r)
-    return made & ~(r.opp_corner != 0), pair
-
-
-def _contre_two_tables(r: Roll, lists: M.MoveLists):
-    """Two tables while the opponent holds his corner: for him."""
-    made, pair = _both_corners(r)
-    return made & (r.opp_corner != 0), pair
-
-
-def _mezeas(r: Roll, lists: M.MoveLists):
-    """Mezeas while the opponent's corner is empty."""
-    made, pair = _on_own_corner_with_ace(r)
-    return made & ~(r.opp_corner != 0), pair
-
-
-def _contre_mezeas(r: Roll, lists: M.MoveLists):
-    """Mezeas while the opponent holds his corner: for him."""
-    made, pair = _on_own_corner_with_ace(r)
-    return made & (r.opp_corner != 0), pair
+def _talon_jan(shape, r: Roll, lists: M.MoveLists, *, contre: bool):
+    """A talon jan of `shape` (`_both_corners`: two tables, `_on_own_corner_with_ace`:
+    mezeas): the roller's while the opponent's corner is empty, the opponent's ("contre")
+    while he holds it."""
+    made, pair = shape(r)
+    held = r.opp_corner != 0
+    return made & (held if contre else ~held), pair
 
 
 def _helpless_man(r: Roll, lists: M.MoveLists):
@@ -346,12 +331,13 @@ JAN_TABLE = (
     Jan("TrueHitOpponentCorner", (4, 6), _true_hit_corner),
     Jan("FirstPlayerToExit", (4, 6), _first_to_exit),
     Jan("SixTables", (4, 6), _six_tables),
-    Jan("TwoTables", (4, 6), _two_tables),
-    Jan("Mezeas", (4, 6), _mezeas),
+    Jan("TwoTables", (4, 6), functools.partial(_talon_jan, _both_corners, contre=False)),
+    Jan("Mezeas", (4, 6), functools.partial(_talon_jan, _on_own_corner_with_ace, contre=False)),
     Jan("FalseHitSmallJan", (-4, -6), None),  # `_hits`, `_hit_ways`
     Jan("FalseHitBigJan", (-2, -4), None),  # `_hits`, `_hit_ways`
-    Jan("ContreTwoTables", (-4, -6), _contre_two_tables),
-    Jan("ContreMezeas", (-4, -6), _contre_mezeas),
+    Jan("ContreTwoTables", (-4, -6), functools.partial(_talon_jan, _both_corners, contre=True)),
+    Jan("ContreMezeas", (-4, -6),
+        functools.partial(_talon_jan, _on_own_corner_with_ace, contre=True)),
     Jan("HelplessMan", (-2, -4), _helpless_man),
 )
 JANS = tuple(jan.name for jan in JAN_TABLE)
