@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import lanes
+from trictrac_jax import worths
 from trictrac_jax.agents import first_agent, greedy_agent, greedy_worth, random_agent
 from trictrac_jax.az.checkpoint import CheckpointError
 from trictrac_jax.az.players import Play, checkpoint_agent, load_agent, split_spec
@@ -135,7 +135,7 @@ def test_greedy_of_a_batch_is_greedy_of_each_state(positions):
     included, as one state at a time, for live games split across passes, finished games
     and forced moves; and greedy:K with K covering every legal action is the full greedy."""
     batch, count = mixed_batch(positions, 40)
-    assert count[:40].sum() > lanes.CANDIDATES_PER_PASS
+    assert count[:40].sum() > worths.CANDIDATES_PER_PASS
     full = assert_batch_plays_as_each_state(greedy_agent, batch)
     covering = jax.jit(jax.vmap(load_agent(f"greedy:{count.max()}")))(
         jax.random.split(jax.random.PRNGKey(0), len(count)), batch)
@@ -148,7 +148,7 @@ def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
     candidates in passes): the choices of one state at a time."""
     batch, count = mixed_batch(positions, 24)
     top_k = 16
-    assert np.minimum(count[:24], top_k).sum() > lanes.CANDIDATES_PER_GAME * len(count)
+    assert np.minimum(count[:24], top_k).sum() > worths.CANDIDATES_PER_GAME * len(count)
     spec = f"champion@{'rolls' if rolls else 'lookahead'}:{top_k}"
     assert_batch_plays_as_each_state(load_agent(spec), batch)
 

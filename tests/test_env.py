@@ -313,7 +313,7 @@ def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
     same states and actions."""
     from trictrac_jax import lanes
 
-    monkeypatch.setenv(lanes.RULES_VARIABLE, "cpu")
+    monkeypatch.setenv(lanes.LOWERING_VARIABLE, "cpu")
     states, actions, keys = _varied_batch()
     step = lambda: (jax.jit(jax.vmap(ENV.step))(states, actions, keys),  # traced anew each call
                     jax.jit(jax.vmap(random_agent))(keys, states))
@@ -328,27 +328,27 @@ def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
     assert not bool(jnp.all(one_pass[0].legal_action_mask == states.legal_action_mask))
 
 
-def test_gpu_rules_give_the_states_of_the_cpu_rules(monkeypatch):
-    """The GPU rules (plain fusion, one pass), forced on CPU, play the same games as the CPU
-    rules (while-loop materialisation, here in chunks of 16): a step, its two halves and the
-    random agent."""
+def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch):
+    """The GPU lowering (plain fusion, one pass), forced on CPU, plays the same games as the
+    CPU lowering (while-loop materialisation, here in chunks of 16): a step, its two halves
+    and the random agent."""
     from trictrac_jax import lanes
 
     states, actions, keys = _varied_batch()
     outcomes = jax.random.randint(jax.random.PRNGKey(23), (64,), 0, tt.NUM_CHANCE_OUTCOMES)
 
-    def run():  # traced anew each call, under the rules then in force
+    def run():  # traced anew each call, under the lowering then in force
         after = jax.jit(jax.vmap(ENV.step_deterministic))(states, actions)
         return (jax.jit(jax.vmap(ENV.step))(states, actions, keys), after,
                 jax.jit(jax.vmap(ENV.chance_step))(after, outcomes),
                 jax.jit(jax.vmap(random_agent))(keys, states))
 
     monkeypatch.setattr(lanes, "CPU_CHUNK", 16)
-    monkeypatch.setenv(lanes.RULES_VARIABLE, "cpu")
-    jax.clear_caches()  # the self-jitted methods keep their traces: trace under each rule
+    monkeypatch.setenv(lanes.LOWERING_VARIABLE, "cpu")
+    jax.clear_caches()  # the self-jitted methods keep their traces: trace under each lowering
     cpu = run()
-    monkeypatch.setenv(lanes.RULES_VARIABLE, "gpu")
-    assert not lanes.rules().materialise_in_loop and not lanes.rules().chunked
+    monkeypatch.setenv(lanes.LOWERING_VARIABLE, "gpu")
+    assert not lanes.lowering().materialise_in_loop and not lanes.lowering().chunked
     jax.clear_caches()
     gpu = run()
     jax.clear_caches()

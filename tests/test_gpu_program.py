@@ -15,8 +15,8 @@ GAMES = 256
 
 
 @pytest.fixture(autouse=True)
-def gpu_rules(monkeypatch):
-    """The engine's accelerator rules, as an H100 runs it (read when tracing)."""
+def gpu_lowering(monkeypatch):
+    """The engine's accelerator lowering, as an H100 runs it (read when tracing)."""
     monkeypatch.setenv("TRICTRAC_LANES", "gpu")
 
 

@@ -15,8 +15,8 @@ GAMES = 64
 
 
 @pytest.fixture(autouse=True)
-def accelerator_rules(monkeypatch):
-    """The engine's accelerator rules, as a TPU runs it (read when tracing)."""
+def accelerator_lowering(monkeypatch):
+    """The engine's accelerator lowering, as a TPU runs it (read when tracing)."""
     monkeypatch.setenv("TRICTRAC_LANES", "gpu")
 
 

@@ -9,9 +9,11 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice
-from trictrac_jax.lanes import batch_rule, best_candidates, cpu_chunked, game_minor, running_count
+from trictrac_jax.arrays import prefix_sum
+from trictrac_jax.lanes import batch_rule, cpu_chunked, game_minor
 from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import NUM_ACTIONS, score_lead
+from trictrac_jax.worths import best_candidates
 
 _ENV = Trictrac(max_steps=None)  # lookahead only: never truncates
 WIN_BONUS = 1000.0  # a won game outweighs any score difference
@@ -37,7 +39,7 @@ def _kth_true(mask, k):
     The running count is taken games last (see lanes.py), then counted, not searched (it
     never decreases).
     """
-    count = running_count(mask.astype(jnp.int16), axis=0)
+    count = prefix_sum(mask.astype(jnp.int16), axis=0)
     return jnp.sum(count <= k, axis=0).astype(jnp.int32)
 
 
@@ -63,7 +65,7 @@ def greedy_agent(key, state, top_k: int | None = None):
     roll is highest; ties go to the lowest index.
 
     Costs 36 chance steps per considered action. Under `jax.vmap` the batch is scored as one
-    flat list of (game, action) candidates (`lanes.best_candidates`)."""
+    flat list of (game, action) candidates (`worths.best_candidates`)."""
     del key
     return _greedy(top_k)(state)
 
@@ -79,11 +81,11 @@ def _greedy(top_k: int | None):
 
 def _greedy_batch(states, top_k: int | None):
     """int32[B]: the greedy action of each of states [B], its legal actions (the first
-    `top_k`) scored as `lanes.best_candidates`. Finished games and games with one legal
+    `top_k`) scored as `worths.best_candidates`. Finished games and games with one legal
     action have no candidates: they play their first legal action."""
     mask = states.legal_action_mask  # [B, A]
     if top_k is not None:
-        mask &= running_count(mask.astype(jnp.int32), -1) <= top_k
+        mask &= prefix_sum(mask.astype(jnp.int32), -1) <= top_k
     actions = jnp.broadcast_to(jnp.arange(NUM_ACTIONS, dtype=jnp.int32), mask.shape)
     return best_candidates(states, actions, mask & has_choice(states)[:, None],
                            jnp.argmax(states.legal_action_mask, -1), _total_worths)

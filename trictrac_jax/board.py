@@ -14,11 +14,14 @@ import numpy as np
 
 from trictrac_jax.arrays import fold, leading, prefix_sum, spread
 from trictrac_jax.lanes import lookup
+from trictrac_jax.state import NUM_FIELDS
 
-FIELDS = np.arange(1, 25, dtype=np.int8)  # int8[24]: field numbers (small ints keep
-# the per-candidate arrays narrow, which matters for speed on CPU)
+FIELDS = np.arange(1, NUM_FIELDS + 1, dtype=np.int8)  # int8[24]: field numbers (small ints
+# keep the per-candidate arrays narrow, which matters for speed on CPU)
 OWN_CORNER, OPP_CORNER = 12, 13
-QUARTER_STARTS = (1, 7, 13, 19)
+LAST_QUARTER = 19  # the first field of the last quarter (fields 19-24), where bearing off starts
+OFF = NUM_FIELDS + 1  # 25: where a checker borne off with its exact number arrives
+NO_FIELD = NUM_FIELDS + 1  # 25: what searches for the lowest field find when none holds
 
 
 def _fields(ndim, dtype=jnp.int8):
@@ -48,14 +51,14 @@ def ahead(board, steps, max_steps=6):
     """int[24, ..., *lanes]: for each field f, the checkers on field f + steps (0 beyond
     field 24); `steps` (1..max_steps) is int[..., *lanes].
 
-    A select over the possible shifts rather than a gather: gathers are slow on CPU.
+    A select over the possible shifts rather than a gather (see arrays.py).
     """
     steps = jnp.asarray(steps)
     padded = jnp.concatenate([board, jnp.zeros((max_steps,) + board.shape[1:], board.dtype)])
     padded = spread(padded, steps)
-    out = jnp.zeros((24,) + steps.shape, board.dtype)
+    out = jnp.zeros((NUM_FIELDS,) + steps.shape, board.dtype)
     for k in range(1, max_steps + 1):
-        out = jnp.where(steps[None] == k, padded[k:k + 24], out)
+        out = jnp.where(steps[None] == k, padded[k:k + NUM_FIELDS], out)
     return out
 
 
@@ -65,12 +68,9 @@ def suffix_sum(values):
 
 
 def lowest_field(mask):
-    """Field (1..24) of the first True along the field axis of bool[24, *lanes]; 25 if none.
-
-    A min over field numbers rather than `argmax`: XLA's CPU argmax (a two-operand
-    reduction) is several times slower than a plain min.
-    """
-    return fold(jnp.minimum, jnp.where(mask, _fields(mask.ndim - 1, jnp.int32), 25))
+    """Field (1..24) of the first True along the field axis of bool[24, *lanes]; NO_FIELD
+    (25) if none. A min over field numbers rather than `argmax` (see arrays.py)."""
+    return fold(jnp.minimum, jnp.where(mask, _fields(mask.ndim - 1, jnp.int32), NO_FIELD))
 
 
 def highest_field(mask, none=0):
@@ -103,7 +103,7 @@ def own_fillable_quarters(board):
     13-18 holds the opponent's corner and is never fillable.
     """
     upto = prefix_sum(jnp.maximum(board, 0))  # own checkers on fields 1..f
-    needed = leading(2 * (np.arange(24) % 6 + 1), board.ndim - 1)
+    needed = leading(2 * (np.arange(NUM_FIELDS) % 6 + 1), board.ndim - 1)
     ok = fold(jnp.logical_and, quarters(upto >= needed), axis=1)
     return ok & leading(np.arange(4) != 2, board.ndim - 1)
 
@@ -116,7 +116,7 @@ def opp_fillable_quarters(board):
     never fillable by the opponent.
     """
     from_here = suffix_sum(jnp.maximum(-board, 0))  # opponent checkers on f..24
-    needed = leading(2 * (6 - np.arange(24) % 6), board.ndim - 1)
+    needed = leading(2 * (6 - np.arange(NUM_FIELDS) % 6), board.ndim - 1)
     ok = fold(jnp.logical_and, quarters(from_here >= needed), axis=1)
     return ok & leading(np.arange(4) != 1, board.ndim - 1)
 
@@ -127,23 +127,24 @@ def forbid_exits(board, dice):
     It is possible when no own checker is outside the last quarter (fields 19-24), or when a
     single checker is outside and the bigger die brings it into the last quarter.
     """
-    outside = (board > 0) & (_fields(board.ndim - 1) < 19)
+    outside = (board > 0) & (_fields(board.ndim - 1) < LAST_QUARTER)
     n_fields = fold(jnp.add, outside.astype(jnp.int32))
     field = lowest_field(outside)
     single = (n_fields == 1) & (fold(jnp.add, jnp.where(outside, board, 0)) == 1)
-    return (n_fields > 0) & ~(single & (field + jnp.maximum(dice[0], dice[1]) > 18))
+    brought_in = field + jnp.maximum(dice[0], dice[1]) > LAST_QUARTER - 1
+    return (n_fields > 0) & ~(single & brought_in)
 
 
 def exit_farthest(board):
     """int32[*lanes]: the checker that must bear off with an exceeding number.
 
     The lowest own field, except that with a filled quarter the lowest field holding more
-    than 2 checkers is used when there is one (25 when the board holds no own checker).
+    than 2 checkers is used when there is one (NO_FIELD when the board holds no own checker).
     """
     own = board > 0
     spare = own & (board > 2) & fold(jnp.logical_or, quarter_filled(board))
     spare_field = lowest_field(spare)
-    return jnp.where(spare_field < 25, spare_field, lowest_field(own))
+    return jnp.where(spare_field < NO_FIELD, spare_field, lowest_field(own))
 
 
 def checkers_upto(board):
@@ -164,7 +165,7 @@ def checker_field(upto, ordinal):
     reduction."""
     ordinal = jnp.asarray(ordinal)
     below = fold(jnp.add, (upto < ordinal[None]).astype(jnp.int32))
-    return jnp.where((ordinal >= 1) & (below < 24), below + 1, 0)
+    return jnp.where((ordinal >= 1) & (below < NUM_FIELDS), below + 1, 0)
 
 
 def apply_move(board, frm, to):

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping
 import jax
 import numpy as np
 
-from trictrac_jax import scoring as S
+from trictrac_jax import scoring
 from trictrac_jax.state import NUM_ACTIONS, NUM_FIELDS, OBS_SIZE, STAGE_ENDED, STAGE_IN_GAME, TS_ROLL_DICE, State
 
 __all__ = [
@@ -412,12 +412,12 @@ def jans_dict(jans, listed, player) -> dict:
     out = defaultdict(list)
     hit_jan, hit_to = np.asarray(jans.hit_jan), np.asarray(jans.hit_to)
     for f, slot in zip(*np.nonzero(hit_jan >= 0)):
-        out[S.JANS[hit_jan[f, slot]]].append(real_pair((f + 1, hit_to[f, slot], 0, 0), player))
+        out[scoring.JANS[hit_jan[f, slot]]].append(real_pair((f + 1, hit_to[f, slot], 0, 0), player))
     fill_ways = np.asarray(jans.fill_ways)
     for c in np.nonzero(fill_ways)[0]:
-        out[S.JANS[S.FILLED_QUARTER]] += [real_pair(listed[c], player)] * int(fill_ways[c])
+        out[scoring.JANS[scoring.FILLED_QUARTER]] += [real_pair(listed[c], player)] * int(fill_ways[c])
     ways, pairs = np.asarray(jans.ways), np.asarray(jans.pairs)
-    for j in S.PAIR_JANS:
+    for j in scoring.PAIR_JANS:
         if ways[j]:
-            out[S.JANS[j]].append(real_pair(pairs[j], player))
+            out[scoring.JANS[j]].append(real_pair(pairs[j], player))
     return dict(out)

@@ -1,4 +1,4 @@
-"""Batching rules for the engine's hot paths, under `jax.vmap`.
+"""How the engine's hot paths are batched and lowered, per backend (no game rules here).
 
 `game_minor`: the move rules (moves.py, scoring.py) are written for arrays whose structure
 axes come first and whose trailing axes, if any, are games ("lanes"). Called on one position
@@ -15,23 +15,22 @@ so that the arrays of one chunk stay in the per-core cache. `Trictrac.step` and
 batch-first rest of a step (the state's 514-action mask and 217 observation) then stays in
 the cache too.
 
-`computed_once`: the point where an array is materialised rather than fused into its readers.
+`materialised`: a rule whose result is an array of its own rather than fused into its
+readers (the materialisation schedule, stated on the rules it applies to); `materialising`:
+a function whose materialised steps share one loop trip count.
 
-`candidate_worths`, `best_candidates`: the worths of several candidate moves of each game,
-and each game's best, the batch's candidates scored as one flat list a bounded pass at a
-time (greedy, a network's lookahead, and the lookahead's self-play).
-
-Backend rules (`rules()`, read at trace time): on CPU, `computed_once` is a while loop,
-large batches are chunked, `append` concatenates and `lookup` is a one-hot reduction; on an
-accelerator, `computed_once` is plain fusion, a batch runs in one pass, `append` pads and
-selects and `lookup` gathers (H100, `step_deterministic` + `chance_step` of 2048 games:
-0.94 ms fused, 0.99 ms with `optimization_barrier`, 1.34 ms with the while loops). The
-game-minor layout holds on both.
-`TRICTRAC_LANES=cpu|gpu` forces either rules on any backend (to test or verify the GPU path
-on CPU).
+Lowerings (`lowering()`, read at trace time): on CPU, a `materialised` result is computed
+in a while loop, large batches are chunked, `append` concatenates and `lookup` is a one-hot
+reduction; on an accelerator, `materialised` is plain fusion, a batch runs in one pass,
+`append` pads and selects and `lookup` gathers (H100, `step_deterministic` + `chance_step`
+of 2048 games: 0.94 ms fused, 0.99 ms with `optimization_barrier`, 1.34 ms with the while
+loops). The game-minor layout holds on both.
+`TRICTRAC_LANES=cpu|gpu` forces either lowering on any backend (to test or verify the GPU
+path on CPU).
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 from typing import NamedTuple
@@ -47,32 +46,32 @@ from trictrac_jax.arrays import spread
 # over the whole batch ran 15-30% slower per game (its arrays leave the per-core cache);
 # 512 measured the same as 1024, 2048 about 10% slower.
 CPU_CHUNK = 1024
-RULES_VARIABLE = "TRICTRAC_LANES"
+LOWERING_VARIABLE = "TRICTRAC_LANES"
 
 
-class Rules(NamedTuple):
+class Lowering(NamedTuple):
     """How the engine's hot paths are compiled for one backend."""
 
-    materialise_in_loop: bool  # `computed_once`: a while loop (else plain fusion)
+    materialise_in_loop: bool  # `materialised`: a while loop (else plain fusion)
     chunked: bool  # batches of several `CPU_CHUNK` games run chunk by chunk
     join_by_select: bool  # `append`: a pad and a select (else a concatenation)
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
 
 
-RULES = {"cpu": Rules(materialise_in_loop=True, chunked=True, join_by_select=False,
-                      gather=False),
-         "gpu": Rules(materialise_in_loop=False, chunked=False, join_by_select=True,
-                      gather=True)}
+LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, join_by_select=False,
+                             gather=False),
+             "gpu": Lowering(materialise_in_loop=False, chunked=False, join_by_select=True,
+                             gather=True)}
 
 
-def rules() -> Rules:
-    """The rules of `$TRICTRAC_LANES` if set, else of the default backend ("gpu" for any
+def lowering() -> Lowering:
+    """The lowering of `$TRICTRAC_LANES` if set, else of the default backend ("gpu" for any
     accelerator); read when a function is traced."""
-    name = os.environ.get(RULES_VARIABLE) or (
+    name = os.environ.get(LOWERING_VARIABLE) or (
         "cpu" if jax.default_backend() == "cpu" else "gpu")
-    if name not in RULES:
-        raise ValueError(f"${RULES_VARIABLE} must be one of {sorted(RULES)}, got {name!r}")
-    return RULES[name]
+    if name not in LOWERINGS:
+        raise ValueError(f"${LOWERING_VARIABLE} must be one of {sorted(LOWERINGS)}, got {name!r}")
+    return LOWERINGS[name]
 
 
 def batch_rule(fn, batched_fn):
@@ -85,7 +84,7 @@ def batch_rule(fn, batched_fn):
         broadcast = lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
         args = jax.tree.map(broadcast, list(args), list(in_batched))
         chunks = axis_size // CPU_CHUNK
-        if rules().chunked and chunks > 1 and axis_size % CPU_CHUNK == 0:
+        if lowering().chunked and chunks > 1 and axis_size % CPU_CHUNK == 0:
             split = lambda x: x.reshape((chunks, CPU_CHUNK) + x.shape[1:])
             def body(chunk):
                 # The chunk and its result are copied whole: loops that read or write them
@@ -108,36 +107,84 @@ def cpu_chunked(fn):
     return batch_rule(fn, jax.vmap(fn))
 
 
+def _trip_count(witness):
+    """int32 1, read off the array `witness` as 1 + (max < min): XLA cannot know it."""
+    return 1 + (jnp.max(witness) < jnp.min(witness)).astype(jnp.int32)
+
+
+def _once(fn, trips):
+    """`fn()` computed in a while loop of `trips` (1) iterations: its own loop nest."""
+    init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                       jax.eval_shape(fn)))
+    return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn()), init)[1]
+
+
 def computed_once(witness):
     """`once(fn)` -> `fn()`, materialised: computed in its own loop nest and read from memory.
 
     XLA fuses an array's whole computation into every loop that reads it, recomputing it
     per reader (and per element of a reduction that is broadcast back). A while loop is a
     boundary it does not fuse across; this one runs once: its trip count, read off the
-    array `witness` as 1 + (max < min), is not known at compile time, so XLA cannot inline
-    the loop away. Under the GPU rules (`rules()`) `once(fn)` is `fn()`, fused as XLA
-    chooses: faster there.
+    array `witness` (`_trip_count`), is not known at compile time, so XLA cannot inline
+    the loop away. Under the GPU lowering `once(fn)` is `fn()`, fused as XLA chooses:
+    faster there.
     """
-    if not rules().materialise_in_loop:
+    if not lowering().materialise_in_loop:
         return lambda fn: fn()
-    trips = 1 + (jnp.max(witness) < jnp.min(witness)).astype(jnp.int32)
+    trips = _trip_count(witness)
+    return lambda fn: _once(fn, trips)
 
-    def once(fn):
-        init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
-                                           jax.eval_shape(fn)))
-        return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn()), init)[1]
-    return once
+
+# The trip count that the `materialised` steps of the `materialising` function being traced
+# share (None outside one).
+_SCHEDULE_TRIPS = contextvars.ContextVar("trictrac_jax_schedule_trips", default=None)
+
+
+def materialised(fn):
+    """`fn(*args)`, its result computed once in its own loop nest (`computed_once`) under
+    the CPU lowering; plain `fn` under the GPU lowering.
+
+    For a value that many loops read (the position, the first moves, the candidates, each
+    move list): XLA would otherwise recompute it in each of them. Inside a `materialising`
+    function the loop's trip count is the one that function read off its input; elsewhere
+    it is read off `fn`'s first argument.
+    """
+    @functools.wraps(fn)
+    def computed(*args):
+        if not lowering().materialise_in_loop:
+            return fn(*args)
+        trips = _SCHEDULE_TRIPS.get()
+        if trips is None:
+            trips = _trip_count(jax.tree.leaves(args)[0])
+        return _once(lambda: fn(*args), trips)
+    return computed
+
+
+def materialising(fn):
+    """`fn(*args)`, whose `materialised` steps share one trip count read off `fn`'s first
+    argument (an input every step's result depends on, such as the board): one reduction
+    for all, and no read of a step's result that nothing else reads."""
+    @functools.wraps(fn)
+    def scheduled(*args):
+        if not lowering().materialise_in_loop:
+            return fn(*args)
+        token = _SCHEDULE_TRIPS.set(_trip_count(jax.tree.leaves(args)[0]))
+        try:
+            return fn(*args)
+        finally:
+            _SCHEDULE_TRIPS.reset(token)
+    return scheduled
 
 
 def append(body, last, axis: int):
     """`concatenate([body, last], axis)`, `last` being one entry along `axis` (size 1 there).
 
-    Under the GPU rules a pad and a select: XLA's GPU backend materialises a concatenation
+    Under the GPU lowering a pad and a select: XLA's GPU backend materialises a concatenation
     read by several fusions, and fuses the select into each reader instead (H100 estimate,
     compiled program, random play at 8,192 games: 62,917 -> 52,297 bytes a game-step). On
     CPU the concatenation: there the select's loops stay scalar (random play at 1,024
     games, 2-core CPU: about 85,000 steps/s with the select, 115,000 without)."""
-    if not rules().join_by_select:
+    if not lowering().join_by_select:
         return jnp.concatenate([body, last], axis)
     pad = [(0, 0)] * body.ndim
     pad[axis] = (0, 1)
@@ -149,12 +196,12 @@ def lookup(table, index):
     """table[index] along the first axis: `table` [n, *lanes], `index` int[..., *lanes]
     (values outside 0..n-1 read 0).
 
-    Under the GPU rules a gather, which XLA's GPU backend fuses into its readers like an
+    Under the GPU lowering a gather, which XLA's GPU backend fuses into its readers like an
     elementwise operation (H100 estimate, compiled program, random play at 32,768 games:
     85.5 -> 78.5 kernels a step); on CPU a one-hot reduction: gathers are slow there."""
     index = jnp.asarray(index)
     table = spread(table, index)
-    if rules().gather:
+    if lowering().gather:
         shape = jnp.broadcast_shapes(table.shape[1:], index.shape)
         table = jnp.broadcast_to(table, table.shape[:1] + shape)
         return jnp.take_along_axis(table, jnp.broadcast_to(index, shape)[None], axis=0,
@@ -177,61 +224,3 @@ def game_minor(fn):
         return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out)
 
     return batch_rule(fn, minor)
-
-
-# Candidates scored per pass of `candidate_worths`: CANDIDATES_PER_GAME per game of the batch,
-# at most CANDIDATES_PER_PASS. 256 candidates x 36 rolled states are 9 whole CPU_CHUNKs; on
-# CPU, greedy on 1000 mid-game positions took 2.1 s at 256 a pass, 2.5 s at 1024, 3.2 s at
-# 4096, and 3-5x longer when the rolled states were not a multiple of CPU_CHUNK. The same
-# sizes serve the GPU rules until measured there (larger passes would likely suit a GPU).
-CANDIDATES_PER_GAME = 8
-CANDIDATES_PER_PASS = 256
-
-
-def candidate_worths(states, actions, valid, worth):
-    """float32[B, K]: the worth of each valid candidate action, -inf elsewhere.
-
-    `actions` int32[B, K] are the candidates of each game of `states` [B], `valid`
-    bool[B, K] those to score, and `worth(states[P], actions[P]) -> float32[P]` scores
-    candidates. The valid (game, slot) pairs of the whole batch, in order of game then slot,
-    form one flat list scored a pass at a time in a while loop (see CANDIDATES_PER_PASS):
-    the work follows the batch's number of valid candidates, not B x K, and memory stays
-    bounded."""
-    batch, width = actions.shape
-    rank = running_count(valid.astype(jnp.int32), -1)  # [B, K]: 1 for the first valid slot
-    count = rank[:, -1]
-    start = jnp.concatenate([jnp.zeros(1, count.dtype), running_count(count, 0)[:-1]])
-    # The flat list: pair (g, k) = g * K + k at start[g] + rank - 1, -1 after the last.
-    per_pass = min(CANDIDATES_PER_GAME * batch, CANDIDATES_PER_PASS)
-    size = -(-batch * width // per_pass) * per_pass
-    where = jnp.where(valid, start[:, None] + rank - 1, size)
-    pairs = jnp.full(size, -1, jnp.int32).at[where.reshape(-1)].set(
-        jnp.arange(batch * width, dtype=jnp.int32), mode="drop")
-    passes = (jnp.sum(count) + per_pass - 1) // per_pass
-
-    def body(carry):
-        i, worths = carry
-        pair = jax.lax.dynamic_slice_in_dim(pairs, i * per_pass, per_pass)  # [P]
-        game, slot = jnp.maximum(pair, 0) // width, pair % width
-        value = worth(jax.tree.map(lambda x: x[game], states), actions[game, slot])
-        return i + 1, worths.at[jnp.where(pair >= 0, pair, batch * width)].set(
-            value, mode="drop")
-
-    init = (jnp.int32(0), jnp.full(batch * width, -jnp.inf))
-    return jax.lax.while_loop(lambda c: c[0] < passes, body, init)[1].reshape(batch, width)
-
-
-def best_candidates(states, actions, valid, default, worth):
-    """int32[B]: for each game of `states` [B], its best valid candidate action
-    (`candidate_worths`), ties to the lowest slot k; a game without a valid candidate plays
-    `default` int32[B]."""
-    worths = candidate_worths(states, actions, valid, worth)
-    slot = jnp.argmax(worths, -1)
-    chosen = jnp.take_along_axis(actions, slot[:, None], -1)[:, 0]
-    return jnp.where(jnp.any(valid, -1), chosen, default).astype(jnp.int32)
-
-
-def running_count(x, axis: int):
-    """Inclusive running sum of integers `x` along `axis`, as an associative scan:
-    `jnp.cumsum` is a reduce-window on CPU, quadratic in the axis' length."""
-    return jax.lax.associative_scan(jnp.add, x, axis=axis)

@@ -2,35 +2,31 @@
 
 A roll is scored on the roller's view board (see board.py) right after the dice are thrown.
 Each jan is worth a value per way of making it; positive jans score for the roller, negative
-ones ("contre" jans, false hits, the helpless man) for his opponent.
+ones ("contre" jans, false hits, the helpless man) for his opponent. `JAN_TABLE` lists the
+jans in the reference's order with their points and the rule that finds each.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from typing import Callable, NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
+from trictrac_jax.board import NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
 from trictrac_jax.lanes import game_minor, lookup
 
-# The reference's Jan enum, in its declaration order.
-JANS = ("FilledQuarter", "TrueHitSmallJan", "TrueHitBigJan", "TrueHitOpponentCorner",
-        "FirstPlayerToExit", "SixTables", "TwoTables", "Mezeas", "FalseHitSmallJan",
-        "FalseHitBigJan", "ContreTwoTables", "ContreMezeas", "HelplessMan")
+# Jan indices, in the reference's declaration order (the rows of `JAN_TABLE`).
 (FILLED_QUARTER, TRUE_HIT_SMALL, TRUE_HIT_BIG, TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES,
  TWO_TABLES, MEZEAS, FALSE_HIT_SMALL, FALSE_HIT_BIG, CONTRE_TWO_TABLES, CONTRE_MEZEAS,
  HELPLESS_MAN) = range(13)
-# Points per way: [jan, double roll?].
-JAN_VALUES = np.array([[4, 6], [4, 6], [2, 4], [4, 6], [4, 6], [4, 6], [4, 6], [4, 6],
-                       [-4, -6], [-2, -4], [-4, -6], [-4, -6], [-2, -4]], np.int32)
+NUM_JANS = 13
 HIT_JANS = (TRUE_HIT_SMALL, TRUE_HIT_BIG, FALSE_HIT_SMALL, FALSE_HIT_BIG)  # see `_hits`
-# Jans made by a single move pair (their `pairs` row in RollJans).
-PAIR_JANS = (TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES, TWO_TABLES, MEZEAS,
-             CONTRE_TWO_TABLES, CONTRE_MEZEAS, HELPLESS_MAN)
+TALON = 13  # checkers on field 1 for two tables and mezeas ("talon de 13")
+POINTS_PER_HOLE = 12
 
 
 class RollJans(NamedTuple):
@@ -48,6 +44,12 @@ class RollJans(NamedTuple):
     helpless_double: jnp.ndarray  # bool: HelplessMan without any playable sequence
 
 
+def _per_move(values, lanes):
+    """bool[1, 3, *lanes (as 1s)]: one value for each of the three moves of a field (die 0,
+    die 1, both dice)."""
+    return A.leading([values], len(lanes))
+
+
 def _hits(board, dice):
     """Hits ("battre"): an own checker could land on a field holding one opponent checker.
 
@@ -57,16 +59,16 @@ def _hits(board, dice):
     19-24 are small-jan hits, the others big-jan hits.
     """
     lanes = board.shape[1:]
-    const = lambda values: A.leading([values], len(lanes))  # [1, 3, *lanes]
     board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)  # narrow [24, 3] arrays
     v0, v1 = dice[0], dice[1]
     steps = jnp.stack([v0, v1, v0 + v1])  # [3, *lanes]
     to = A.leading(B.FIELDS, 1 + len(lanes)) + steps[None]  # [24, 3, *lanes]
     target = B.ahead(board, steps, max_steps=12)  # [24, 3, *lanes]
-    hit = (board[:, None] > 0) & (to <= 24) & (target == -1)
-    hit &= const([True, False, True]) | (v0 != v1)  # a double's two dice: one move
-    hit &= const([True, True, False]) | ((to != 12) & (to != 13))
-    true_hit = const([True, True, False]) | jnp.any(target[:, :2] > -2, axis=1)[:, None]
+    hit = (board[:, None] > 0) & (to <= NUM_FIELDS) & (target == -1)
+    hit &= _per_move([True, False, True], lanes) | (v0 != v1)  # a double's two dice: one move
+    hit &= _per_move([True, True, False], lanes) | ((to != OWN_CORNER) & (to != OPP_CORNER))
+    true_hit = (_per_move([True, True, False], lanes)
+                | jnp.any(target[:, :2] > -2, axis=1)[:, None])
     small = (to < 7) | (to > 18)
     jan = jnp.where(true_hit, jnp.where(small, TRUE_HIT_SMALL, TRUE_HIT_BIG),
                     jnp.where(small, FALSE_HIT_SMALL, FALSE_HIT_BIG))
@@ -172,21 +174,219 @@ def _filled_quarter_total(board, found: M.Found):
 def _plays(seq, die):
     """uint8[N, *lanes]: a move of the listed pairs `seq` int8[4, N, *lanes] plays `die`."""
     frm, to = seq[0::2], seq[1::2]  # [2, N, *lanes]: both moves of each pair
-    doable = ((to == 0) & (25 - frm <= die)) | ((frm < to) & (to - frm == die))
+    doable = ((to == 0) & (OFF - frm <= die)) | ((frm < to) & (to - frm == die))
     return jnp.any(doable, axis=0).astype(jnp.uint8)
+
+
+def _roll_probes(board, dice, dice8, c: M.Candidates, filling) -> M.Probes:
+    """What scoring asks of the last pass over the candidates (`moves.Probes`): whether some
+    legal sequence plays each die (`dice8`: the dice, int8), and the filling sequences'
+    `_filling_probes`."""
+    any_masks, count = _filling_probes(board, dice, c, filling)
+    return M.Probes(in_legal=(_plays(c.listed, dice8[0]), _plays(c.listed, dice8[1])),
+                    any=tuple(any_masks), count=count)
 
 
 def roll_lists(board, dice) -> M.MoveLists:
     """The move lists of view board int[24, *lanes] and dice int[2, *lanes], as `roll_jans`
     reads them: whether some legal sequence plays each die, and the filling sequences'
     `_filling_probes`, found in the lists' last pass over the candidates."""
-    v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
+    dice8 = (dice[0].astype(jnp.int8), dice[1].astype(jnp.int8))
+    return M.move_lists(board, dice, functools.partial(_roll_probes, board, dice, dice8))
 
-    def probes(c, filling):
-        any_masks, count = _filling_probes(board, dice, c, filling)
-        return M.Probes(in_legal=(_plays(c.listed, v0), _plays(c.listed, v1)),
-                        any=tuple(any_masks), count=count)
-    return M.move_lists(board, dice, probes)
+
+# --- the jans made by a single move pair ---
+
+class Roll(NamedTuple):
+    """What the single-pair jans read about a roll, per game ([..., *lanes])."""
+
+    board: jnp.ndarray  # int[24]: the roller's view board
+    roll_count: jnp.ndarray  # int: this roll's number since the board was set
+    v0: jnp.ndarray  # int: the first die
+    v1: jnp.ndarray  # int: the second die
+    hi: jnp.ndarray  # int: the bigger die
+    lo: jnp.ndarray  # int: the smaller die
+    own: jnp.ndarray  # int[24]: the own checkers on each field
+    corner: jnp.ndarray  # int: checkers on the own corner
+    opp_corner: jnp.ndarray  # int: checkers on the opponent's corner
+
+
+def _roll(board, dice, roll_count) -> Roll:
+    """The `Roll` of view board int[24, *lanes] and dice int[2, *lanes]."""
+    v0, v1 = dice[0], dice[1]
+    return Roll(board, roll_count, v0, v1, jnp.maximum(v0, v1), jnp.minimum(v0, v1),
+                jnp.maximum(board, 0), jnp.abs(B.at_field(board, OWN_CORNER)),
+                jnp.abs(B.at_field(board, OPP_CORNER)))
+
+
+def _needed(field, base):
+    """The checkers that `field` must hold beyond `base` for one to leave it: 2 more on the
+    own corner, which keeps its last two."""
+    return jnp.where(field == OWN_CORNER, base + 2, base)
+
+
+def _true_hit_corner(r: Roll, lists: M.MoveLists):
+    """Hit the opponent's empty corner with both dice while holding one's own."""
+    src0, src1 = OPP_CORNER - r.v0, OPP_CORNER - r.v1
+    at = functools.partial(B.at_field, r.board)
+    ok = jnp.where(src0 == src1, at(src0) > _needed(src0, 1),
+                   (at(src0) > _needed(src0, 0)) & (at(src1) > _needed(src1, 0)))
+    ok &= (r.corner != 0) & (r.opp_corner == 0) & (at(src0) > 0) & (at(src1) > 0)
+    return ok, (src0, OPP_CORNER, src1, OPP_CORNER)
+
+
+def _first_to_exit(r: Roll, lists: M.MoveLists):
+    """First to bear off all checkers: fewer than 3 left and both dice take them off (the
+    reference's test is "beyond field 23", so landing on 24 counts). With 2 checkers left
+    the second is the lowest one: one reduction, not two in a row."""
+    total = jnp.sum(r.own, axis=0)
+    occupied = r.own > 0
+    high = B.highest_field(occupied, none=NUM_FIELDS)
+    second = jnp.where(total > 1, B.lowest_field(occupied), NUM_FIELDS)
+    ok = (total < 3) & (high + r.hi > 23) & (second + r.lo > 23)
+    return ok, (high, 0, jnp.where(total > 1, second, 0), 0)
+
+
+def _six_tables(r: Roll, lists: M.MoveLists):
+    """Six tables on the third roll: 4 single checkers, fields 2..7 missing exactly the two
+    fields that the dice reach from field 1."""
+    lanes = r.board.ndim - 1
+    six = A.leading(jnp.arange(2, 8), lanes)
+    missing6 = r.own[1:7] == 0
+    m0 = jnp.where(jnp.any(missing6, axis=0), jnp.min(jnp.where(missing6, six, 8), axis=0), 2)
+    m1 = jnp.where(jnp.any(missing6, axis=0), jnp.max(jnp.where(missing6, six, 1), axis=0), 7)
+    ok = ((r.roll_count == 3) & (jnp.sum(r.own == 1, axis=0) == 4)
+          & (jnp.sum(missing6, axis=0) == 2))
+    ok &= (r.lo + 1 == m0) & (r.hi + 1 == m1)
+    return ok, (1, m0, 1, m1)
+
+
+def _talon(r: Roll):
+    """(talon, fa, fb): a talon of 13 checkers on field 1 and two checkers out, on fields
+    fa >= fb (only read with the talon, which leaves two)."""
+    out = jnp.where(A.leading(B.FIELDS.astype(jnp.int32), r.board.ndim - 1) > 1, r.own, 0)
+    talon = (r.own[0] == TALON) & (jnp.sum(out, axis=0) == 2)
+    return talon, B.highest_field(out > 0, none=NUM_FIELDS), B.lowest_field(out > 0)
+
+
+def _lands(r: Roll, fa, fb, x, y):
+    """bool[*lanes]: the dice, one each, bring the checkers on `fa` and `fb` to `x` and `y`."""
+    return (((fa + r.v0 == x) & (fb + r.v1 == y)) | ((fa + r.v1 == x) & (fb + r.v0 == y)))
+
+
+def _both_corners(r: Roll):
+    """Two tables, own or contre: from the talon, the two checkers out take both corners at
+    once. Returns (made, pair)."""
+    talon, fa, fb = _talon(r)
+    to_a = jnp.where(_lands(r, fa, fb, OWN_CORNER, OPP_CORNER), OWN_CORNER, OPP_CORNER)
+    made = talon & (_lands(r, fa, fb, OWN_CORNER, OPP_CORNER)
+                    | _lands(r, fa, fb, OPP_CORNER, OWN_CORNER))
+    return made, (fa, to_a, fb, OWN_CORNER + OPP_CORNER - to_a)
+
+
+def _on_own_corner_with_ace(r: Roll):
+    """Mezeas, own or contre: from the talon, both checkers out on the own corner and a 1
+    rolled. Returns (made, pair)."""
+    talon, fa, fb = _talon(r)
+    made = talon & (fa == OWN_CORNER) & (fb == OWN_CORNER) & ((r.v0 == 1) | (r.v1 == 1))
+    return made, (OWN_CORNER, OWN_CORNER + r.v0, OWN_CORNER, OWN_CORNER + r.v1)
+
+
+def _talon_jan(shape, r: Roll, lists: M.MoveLists, *, contre: bool):
+    """A talon jan of `shape` (`_both_corners`: two tables, `_on_own_corner_with_ace`:
+    mezeas): the roller's while the opponent's corner is empty, the opponent's ("contre")
+    while he holds it."""
+    made, pair = shape(r)
+    held = r.opp_corner != 0
+    return made & (held if contre else ~held), pair
+
+
+def _helpless_man(r: Roll, lists: M.MoveLists):
+    """Helpless man: a die that no legal sequence plays (puissance moves play neither);
+    `lists.found`: whether some legal sequence plays each die (`roll_lists`). Its pair is
+    the first legal sequence."""
+    none = ~lists.some
+    seq = lists.candidates.listed
+    first = M.earliest(lists.legal, lists.candidates)
+    first_seq = jnp.sum(jnp.where(first, seq, 0), axis=1, dtype=seq.dtype)  # [4, *lanes]
+    ok = none | ~lists.found.in_legal[0] | ~lists.found.in_legal[1]
+    return ok, tuple(jnp.where(none, 0, first_seq))
+
+
+class Jan(NamedTuple):
+    """A row of `JAN_TABLE`."""
+
+    name: str  # the reference's name
+    points: tuple  # (simple, double): points per way; negative ones for the opponent
+    # (Roll, MoveLists) -> (made bool[*lanes], pair (4 x int[*lanes])) for a jan made by a
+    # single move pair; None for a counted one (comment: the function that counts it)
+    found_by: Callable | None
+
+
+# The jans in the reference's order (its Jan enum).
+JAN_TABLE = (
+    Jan("FilledQuarter", (4, 6), None),  # `_filled_quarter_total`
+    Jan("TrueHitSmallJan", (4, 6), None),  # `_hits`, `_hit_ways`
+    Jan("TrueHitBigJan", (2, 4), None),  # `_hits`, `_hit_ways`
+    Jan("TrueHitOpponentCorner", (4, 6), _true_hit_corner),
+    Jan("FirstPlayerToExit", (4, 6), _first_to_exit),
+    Jan("SixTables", (4, 6), _six_tables),
+    Jan("TwoTables", (4, 6), functools.partial(_talon_jan, _both_corners, contre=False)),
+    Jan("Mezeas", (4, 6), functools.partial(_talon_jan, _on_own_corner_with_ace, contre=False)),
+    Jan("FalseHitSmallJan", (-4, -6), None),  # `_hits`, `_hit_ways`
+    Jan("FalseHitBigJan", (-2, -4), None),  # `_hits`, `_hit_ways`
+    Jan("ContreTwoTables", (-4, -6), functools.partial(_talon_jan, _both_corners, contre=True)),
+    Jan("ContreMezeas", (-4, -6),
+        functools.partial(_talon_jan, _on_own_corner_with_ace, contre=True)),
+    Jan("HelplessMan", (-2, -4), _helpless_man),
+)
+JANS = tuple(jan.name for jan in JAN_TABLE)
+JAN_VALUES = np.array([jan.points for jan in JAN_TABLE], np.int32)  # [jan, double roll?]
+# Jans made by a single move pair (their `pairs` row in RollJans).
+PAIR_JANS = tuple(j for j, jan in enumerate(JAN_TABLE) if jan.found_by is not None)
+
+
+# --- assembly ---
+
+def _pair_row(pair, lanes):
+    """int32[4, *lanes]: a jan's pair (fields or arrays) as one array."""
+    return jnp.stack([jnp.broadcast_to(jnp.asarray(x, jnp.int32), lanes) for x in pair])
+
+
+def _single_pair_jans(r: Roll, lists: M.MoveLists):
+    """(made bool[13, *lanes], pairs int32[13, 4, *lanes]) of the single-pair jans (False
+    and zeros for the counted ones)."""
+    lanes = r.board.shape[1:]
+    made = {j: jan.found_by(r, lists) for j, jan in enumerate(JAN_TABLE) if j in PAIR_JANS}
+    pairs = jnp.stack([_pair_row(made[j][1] if j in made else (0,) * 4, lanes)
+                       for j in range(NUM_JANS)])
+    present = jnp.stack([made[j][0] if j in made else jnp.zeros(lanes, bool)
+                         for j in range(NUM_JANS)])
+    return present, pairs
+
+
+def _hit_ways(hit_jan, lanes):
+    """int32[13, *lanes]: the ways of each hit jan (0 for the others), from the hit jan of
+    each field and move (`_hits`).
+
+    The 4 hit jans counted in one reduction: jan k's count in byte k of an int32 (at most
+    72 hits a jan), where 4 sums would each read the hits again. The 3 moves from a field
+    are added first: a GPU kernel sums fewer than 32 elements inline, 72 in a reduction
+    kernel of its own.
+    """
+    counted = sum(jnp.where(hit_jan == j, 1 << (8 * k), 0) for k, j in enumerate(HIT_JANS))
+    packed = jnp.sum(counted[:, 0] + counted[:, 1] + counted[:, 2], axis=0, dtype=jnp.int32)
+    hits = {j: (packed >> (8 * k)) & 0xFF for k, j in enumerate(HIT_JANS)}
+    return jnp.stack([hits.get(j, jnp.zeros(lanes, jnp.int32)) for j in range(NUM_JANS)])
+
+
+def _points(ways, double, lanes):
+    """int32[2, *lanes]: the points of `ways` int32[13, *lanes] for [roller, opponent];
+    `double` bool[13, *lanes]: each jan is worth its double roll's points."""
+    values = jnp.where(double, A.leading(JAN_VALUES[:, 1], len(lanes)),
+                       A.leading(JAN_VALUES[:, 0], len(lanes))) * ways
+    return jnp.stack([jnp.sum(jnp.maximum(values, 0), axis=0),
+                      jnp.sum(jnp.maximum(-values, 0), axis=0)])
 
 
 def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
@@ -197,92 +397,15 @@ def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
     legal mask).
     """
     lanes = board.shape[1:]
-    v0, v1 = dice[0], dice[1]
-    hi, lo = jnp.maximum(v0, v1), jnp.minimum(v0, v1)
-    own = jnp.maximum(board, 0)
-    at = lambda f: B.at_field(board, f)
-    fields = A.leading(B.FIELDS.astype(jnp.int32), len(lanes))
-    corner, opp_corner = jnp.abs(at(12)), jnp.abs(at(13))
-    made = {}  # jan -> (made?, its pair)
-
-    # Hit the opponent's empty corner with both dice while holding one's own.
-    src0, src1 = 13 - v0, 13 - v1
-    need = lambda f, base: jnp.where(f == 12, base + 2, base)
-    ok = jnp.where(src0 == src1, at(src0) > need(src0, 1),
-                   (at(src0) > need(src0, 0)) & (at(src1) > need(src1, 0)))
-    ok &= (corner != 0) & (opp_corner == 0) & (at(src0) > 0) & (at(src1) > 0)
-    made[TRUE_HIT_CORNER] = ok, (src0, 13, src1, 13)
-
-    # First to bear off all checkers: fewer than 3 left and both dice take them off
-    # (the reference's test is "beyond field 23", so landing on 24 counts).
-    # (With 2 checkers left the second is the lowest one: one reduction, not two in a row.)
-    total = jnp.sum(own, axis=0)
-    occupied = own > 0
-    high = B.highest_field(occupied, none=24)
-    second = jnp.where(total > 1, B.lowest_field(occupied), 24)
-    ok = (total < 3) & (high + hi > 23) & (second + lo > 23)
-    made[FIRST_TO_EXIT] = ok, (high, 0, jnp.where(total > 1, second, 0), 0)
-
-    # Six tables on the third roll: 4 single checkers, fields 2..7 missing exactly the two
-    # fields that the dice reach from field 1.
-    six = A.leading(jnp.arange(2, 8), len(lanes))
-    missing6 = own[1:7] == 0
-    m0 = jnp.where(jnp.any(missing6, axis=0), jnp.min(jnp.where(missing6, six, 8), axis=0), 2)
-    m1 = jnp.where(jnp.any(missing6, axis=0), jnp.max(jnp.where(missing6, six, 1), axis=0), 7)
-    ok = (roll_count == 3) & (jnp.sum(own == 1, axis=0) == 4) & (jnp.sum(missing6, axis=0) == 2)
-    ok &= (lo + 1 == m0) & (hi + 1 == m1)
-    made[SIX_TABLES] = ok, (1, m0, 1, m1)
-
-    # Talon of 13 and two checkers out: two tables (both corners at once) and mezeas
-    # (both checkers on the corner, a 1 rolled); "contre" when the opponent holds his corner.
-    out = jnp.where(fields > 1, own, 0)
-    talon = (own[0] == 13) & (jnp.sum(out, axis=0) == 2)
-    # the fields of the two checkers out (only read with the talon, which leaves two)
-    fa, fb = B.highest_field(out > 0, none=24), B.lowest_field(out > 0)
-    lands = lambda x, y: ((fa + v0 == x) & (fb + v1 == y)) | ((fa + v1 == x) & (fb + v0 == y))
-    to_a = jnp.where(lands(12, 13), 12, 13)
-    two = talon & (lands(12, 13) | lands(13, 12))
-    contre = opp_corner != 0
-    pair = (fa, to_a, fb, 25 - to_a)
-    made[TWO_TABLES] = two & ~contre, pair
-    made[CONTRE_TWO_TABLES] = two & contre, pair
-    mezeas = talon & (fa == 12) & (fb == 12) & ((v0 == 1) | (v1 == 1))
-    pair = (12, 12 + v0, 12, 12 + v1)
-    made[MEZEAS] = mezeas & ~contre, pair
-    made[CONTRE_MEZEAS] = mezeas & contre, pair
-
-    # Helpless man: a die that no legal sequence plays (puissance moves play neither);
-    # `lists.found`: whether some legal sequence plays each die (`roll_lists`).
-    none = ~lists.some
-    seq = lists.candidates.listed
-    first = M.earliest(lists.legal, lists.candidates)
-    first_seq = jnp.sum(jnp.where(first, seq, 0), axis=1, dtype=seq.dtype)  # [4, *lanes]
-    ok = none | ~lists.found.in_legal[0] | ~lists.found.in_legal[1]
-    made[HELPLESS_MAN] = ok, tuple(jnp.where(none, 0, first_seq))
-
-    row = lambda pair: jnp.stack([jnp.broadcast_to(jnp.asarray(x, jnp.int32), lanes) for x in pair])
-    pairs = jnp.stack([row(made[j][1] if j in made else (0,) * 4) for j in range(13)])
-    present = jnp.stack([made[j][0] if j in made else jnp.zeros(lanes, bool) for j in range(13)])
-
+    r = _roll(board, dice, roll_count)
+    present, pairs = _single_pair_jans(r, lists)
     hit_jan, hit_to = _hits(board, dice)
-    fill_ways = _filled_quarter_ways(board, dice, lists)
-    jan = A.leading(jnp.arange(13), len(lanes))
-    ways = present.astype(jnp.int32)
-    # The hits of the 4 hit jans counted in one reduction: jan k's count in byte k of an
-    # int32 (at most 72 hits a jan), where 4 sums would each read the hits again. The 3
-    # moves from a field are added first: a GPU kernel sums fewer than 32 elements inline,
-    # 72 in a reduction kernel of its own.
-    counted = sum(jnp.where(hit_jan == j, 1 << (8 * k), 0) for k, j in enumerate(HIT_JANS))
-    packed = jnp.sum(counted[:, 0] + counted[:, 1] + counted[:, 2], axis=0, dtype=jnp.int32)
-    hits = {j: (packed >> (8 * k)) & 0xFF for k, j in enumerate(HIT_JANS)}
-    ways += jnp.stack([hits.get(j, jnp.zeros(lanes, jnp.int32)) for j in range(13)])
+    jan = A.leading(jnp.arange(NUM_JANS), len(lanes))
+    ways = present.astype(jnp.int32) + _hit_ways(hit_jan, lanes)
     ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, lists.found), 0)
-    double = jnp.where(jan == HELPLESS_MAN, none, v0 == v1)
-    values = jnp.where(double, A.leading(JAN_VALUES[:, 1], len(lanes)),
-                       A.leading(JAN_VALUES[:, 0], len(lanes))) * ways
-    points = jnp.stack([jnp.sum(jnp.maximum(values, 0), axis=0),
-                        jnp.sum(jnp.maximum(-values, 0), axis=0)])
-    return RollJans(ways, points, hit_jan, hit_to, fill_ways, pairs, none)
+    double = jnp.where(jan == HELPLESS_MAN, ~lists.some, r.v0 == r.v1)
+    return RollJans(ways, _points(ways, double, lanes), hit_jan, hit_to,
+                    _filled_quarter_ways(board, dice, lists), pairs, ~lists.some)
 
 
 @game_minor
@@ -309,10 +432,10 @@ def mark_points(points, holes, can_bredouille, scorer, n, opponent):
     colours = jnp.arange(2)
     is_scorer, is_opponent = colours == scorer, colours == opponent
     total = points[scorer] + n
-    games = total // 12
+    games = total // POINTS_PER_HOLE
     won = jnp.where(games == 0, 0, jnp.where(can_bredouille[scorer], 2 * games, 2 * games - 1))
     new_hole = won > 0
-    points = jnp.where(is_scorer, total % 12, points)
+    points = jnp.where(is_scorer, total % POINTS_PER_HOLE, points)
     holes = holes + jnp.where(is_scorer, won, 0)
     can_bredouille = jnp.where(is_scorer, can_bredouille | new_hole, can_bredouille)
     scored = n > 0

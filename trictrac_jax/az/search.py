@@ -37,7 +37,7 @@ from trictrac_jax.az import network as N
 from trictrac_jax.az.base import Model, Params, SearchOutput
 from trictrac_jax.az.config import SearchConfig
 from trictrac_jax.env import has_choice
-from trictrac_jax.lanes import best_candidates, candidate_worths
+from trictrac_jax.worths import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
 
 # The action of an unused slot: Roll, never legal at a decision (taking it forfeits the
@@ -181,7 +181,7 @@ def lookahead(params: Params, key, states: State, *, model: Model, top_k: int,
     over the 36 rolls learned in training (one network evaluation a candidate). With `rolls`
     it is `model.rolled_worth`, the mean over the 36 rolls, the network seeing only positions
     after a roll, as in training (36 evaluations a candidate). Only games with a choice to
-    make have candidates, scored a bounded pass at a time (`lanes.best_candidates`); the
+    make have candidates, scored a bounded pass at a time (`worths.best_candidates`); the
     others play their first legal action."""
     del key  # deterministic
     actions, legal, _ = likeliest(model, params, states, top_k)

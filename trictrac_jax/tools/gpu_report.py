@@ -132,7 +132,7 @@ def markdown(result: dict) -> str:
         "Kernels, host syncs and device memory are facts of the compiled program; bytes are "
         "an estimate of what its kernels read and write.", "",
         "Measured on a GPU, so far: only the calibration table's figures below and the "
-        "backend rules' timings in [architecture.md](architecture.md), both on one H100 "
+        "lowerings' timings in [architecture.md](architecture.md), both on one H100 "
         "(jax 0.11.2, code at 68ff02b). `python -m trictrac_jax.tools.bench --gpu` measures "
         "on a GPU machine.", "",
         "## Random play", "",
@@ -226,7 +226,7 @@ def iterated(config: C.Config) -> str:
 
 def run(args, command) -> dict:
     """Compile, print the report and write it (markdown, JSON beside it)."""
-    os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator rules, as an H100 runs it
+    os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator lowering, as an H100 runs it
     # Compile-only devices need no backend: none is looked for (a CUDA or TPU one would fail
     # here, noisily).
     jax.config.update("jax_platforms", "cpu")

@@ -18,7 +18,7 @@ from trictrac_jax import board as B
 from trictrac_jax import io
 from trictrac_jax import moves as M
 from trictrac_jax import render
-from trictrac_jax import scoring as S
+from trictrac_jax import scoring
 from trictrac_jax.env import CHANCE_DICE, Trictrac, sample_outcome
 from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO, State
 
@@ -50,7 +50,7 @@ class Roll(NamedTuple):
     """A roll: its jans (scored on the position before the dice, as the engine scores them)
     and the state after it (see `Kernels.roll`)."""
 
-    jans: S.RollJans
+    jans: scoring.RollJans
     listed: jax.Array  # int32[N, 4]: candidate move pairs, for the jans' move pairs
     state: State  # the state after the dice, with the roller's points marked
 
@@ -84,7 +84,7 @@ def kernels() -> Kernels:
 def _roll(env: Trictrac, state: State, outcome) -> Roll:
     """Score the dice of chance outcome `outcome` for the player to roll, as the engine does
     on his view before the roll is applied (as verify.py), then apply it."""
-    jans, listed = S.roll_details(state, jnp.asarray(CHANCE_DICE)[outcome])
+    jans, listed = scoring.roll_details(state, jnp.asarray(CHANCE_DICE)[outcome])
     return Roll(jans, listed, env.chance_step(state, outcome))
 
 
@@ -137,18 +137,18 @@ class JanScore(NamedTuple):
         return self.ways * self.points_per_way
 
 
-def jan_scores(roller: int, dice, jans: S.RollJans, listed) -> list[JanScore]:
+def jan_scores(roller: int, dice, jans: scoring.RollJans, listed) -> list[JanScore]:
     """The jans a roll makes (in the engine's order), from its RollJans as verify.py reads
     them: ways and move pairs per jan, and the jan's value per way for this roll."""
     jans, listed = jax.device_get((jans, listed))
     made = io.jans_dict(jans, np.asarray(listed), roller)
     scores = []
-    for j, name in enumerate(S.JANS):
+    for j, name in enumerate(scoring.JANS):
         if name not in made:
             continue
         # HelplessMan is double only when nothing at all can be played (rules.md, quirk 1).
-        double = bool(jans.helpless_double) if j == S.HELPLESS_MAN else dice[0] == dice[1]
-        value = int(S.JAN_VALUES[j, int(double)])
+        double = bool(jans.helpless_double) if j == scoring.HELPLESS_MAN else dice[0] == dice[1]
+        value = int(scoring.JAN_VALUES[j, int(double)])
         scores.append(JanScore(name, len(made[name]), abs(value),
                                roller if value > 0 else 1 - roller,
                                [move_text([*p[0], *p[1]]) for p in made[name]]))

@@ -33,7 +33,7 @@ import numpy as np
 from trictrac_jax import board as B
 from trictrac_jax import io
 from trictrac_jax import moves as M
-from trictrac_jax import scoring as S
+from trictrac_jax import scoring
 from trictrac_jax.env import Trictrac, dice_to_outcome
 
 CHECKS = ("legal", "moves", "state", "points", "jans", "observation", "string_id")
@@ -64,7 +64,7 @@ def read_jsonl(path: str):
 
 def _make_kernels(env: Trictrac):
     def roll(state, dice):
-        jans, listed = S.roll_details(state, dice)
+        jans, listed = scoring.roll_details(state, dice)
         rolled = env.chance_step(state.replace(is_chance=jnp.bool_(True)), dice_to_outcome(dice))
         return rolled, jans, listed
 

@@ -54,7 +54,7 @@ class Hinter:
     def __init__(self, spec: str = "champion", top_k: int = LOOKAHEAD):
         from trictrac_jax.az import players, search  # the training extra
         from trictrac_jax.az.model import model_from_config, rolled_worth
-        from trictrac_jax.lanes import candidate_worths
+        from trictrac_jax.worths import candidate_worths
         params, config = players.load_network(spec)
         model = model_from_config(config)
         # a `points` value is the score margin still to come / margin_scale
