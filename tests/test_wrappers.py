@@ -1,7 +1,7 @@
-"""The single-agent environment (`trictrac_jax.wrappers`) under jit and vmap: the opponent
-never moves for the learner, auto-reset keeps the final observation, returns add up to the
-engine's rewards (or score margins), seats are drawn per episode; and gymnax's own wrappers
-and conventions run on it (`trictrac_jax.az.gymnax_env`)."""
+"""The single-agent environment (`trictrac_jax.wrappers`) under jit and vmap, inside gymnax's
+own wrappers (`trictrac_jax.az.gymnax_env`): the opponent never moves for the learner,
+auto-reset keeps the final observation, returns add up to the engine's rewards and to the
+score margins, seats and opponents are drawn per episode, gymnax's conventions hold."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -66,40 +66,55 @@ def episodes(done):
 
 @pytest.fixture(scope="module")
 def played():
-    """A random learner against two opponents drawn per episode (random and first)."""
-    env = W.SingleAgent(opponent=(tt.agents.random_agent, tt.agents.first_agent))
-    learner = lambda keys, obs, state: jax.vmap(tt.agents.random_agent)(keys, state.game)
-    return rollout(env, learner, GAMES, STEPS, seed=0)
+    """gymnax.make's environment in gymnax's FlattenObservationWrapper and LogWrapper, points
+    rewards, two opponents drawn per episode (random and first), a masked random learner
+    reading the legal actions through the wrappers' state."""
+    gymnax = pytest.importorskip("gymnax")  # the test extra installs it
+    from gymnax.wrappers import FlattenObservationWrapper, LogWrapper
+
+    from trictrac_jax.az import gymnax_env
+    gymnax_env.register()
+    gymnax_env.register()  # registering again is harmless
+    env, params = gymnax.make("Trictrac-v1", reward="points",
+                              opponent=(tt.agents.random_agent, tt.agents.first_agent))
+    env = LogWrapper(FlattenObservationWrapper(env))
+
+    def masked_random(keys, obs, state):
+        logits = jnp.where(env.legal_action_mask(state), 0.0, -jnp.inf)
+        return jax.vmap(jax.random.categorical)(keys, logits)
+    return env, params, rollout(env, masked_random, GAMES, STEPS, seed=0)
 
 
 def test_the_opponent_never_moves_for_the_learner(played):
-    _, _, r = played
-    before = r["before"]
+    _, _, (_, _, r) = played
+    before = r["before"].env_state  # ours, inside LogWrapper's
     assert not (before.game.terminated | before.game.truncated).any()
     np.testing.assert_array_equal(before.game.current_player, before.seat)
     assert not before.game.is_chance.any()
     # the observation and the mask are the learner's
-    np.testing.assert_array_equal(r["obs"], jax.vmap(jax.vmap(tt.observe))(before.game, before.seat))
-    np.testing.assert_array_equal(r["info"]["legal_action_mask"], r["next"].game.legal_action_mask)
+    np.testing.assert_array_equal(r["obs"], jax.vmap(jax.vmap(tt.observe))(before.game,
+                                                                            before.seat))
+    np.testing.assert_array_equal(r["info"]["legal_action_mask"],
+                                  r["next"].env_state.game.legal_action_mask)
 
 
 def test_seats_and_opponents_are_drawn_per_episode(played):
-    obs, state, r = played
-    seats = np.concatenate([state.seat, r["next"].seat[r["terminated"] | r["truncated"]]])
-    opponents = np.concatenate([state.opponent,
-                                r["next"].opponent[r["terminated"] | r["truncated"]]])
+    _, _, (_, first, r) = played
+    first, done = first.env_state, r["terminated"] | r["truncated"]
+    seats = np.concatenate([first.seat, r["next"].env_state.seat[done]])
+    opponents = np.concatenate([first.opponent, r["next"].env_state.opponent[done]])
     assert set(seats) == {0, 1} and set(opponents) == {0, 1}
     # where the learner is Black, White has played before his first decision
-    assert (state.game._step_count[state.seat == 1] >= 1).all()
-    assert (state.game._step_count[state.seat == 0] == 0).all()
+    assert (first.game._step_count[first.seat == 1] >= 1).all()
+    assert (first.game._step_count[first.seat == 0] == 0).all()
 
 
 def test_auto_reset_keeps_the_final_observation(played):
-    _, _, r = played
+    _, _, (_, _, r) = played
     done = r["terminated"] | r["truncated"]
-    final, nxt = r["info"]["final_observation"], r["next_obs"]
+    final, nxt, outcome = r["info"]["final_observation"], r["next_obs"], r["info"]["outcome"]
     np.testing.assert_array_equal(final[~done], nxt[~done])  # gymnax: equal when not done
-    won, lost = done & (r["reward"] > 0), done & (r["reward"] < 0)
+    won, lost = done & (outcome > 0), done & (outcome < 0)
     assert won.sum() >= 2 and lost.sum() >= 2, "too few finished games to check"
     assert (final[won][:, HOLES[0]] >= 1).all()  # the learner's 12 holes, his view
     assert (final[lost][:, HOLES[1]] >= 1).all()
@@ -107,19 +122,43 @@ def test_auto_reset_keeps_the_final_observation(played):
 
 
 def test_returns_add_up_to_the_engine_rewards(played):
-    _, _, r = played
+    """The engine's rewards (`info["outcome"]`) add up to the game's result, the points
+    rewards to the score margin gained, and the statistics (ours and gymnax's LogWrapper's)
+    to those of the steps."""
+    _, _, (_, _, r) = played
     done = r["terminated"] | r["truncated"]
     spans = episodes(done)
     assert len(spans) >= 6
+    info = r["info"]
     for g, start, end in spans:
+        outcome = info["outcome"][start:end + 1, g]
+        assert (outcome[:-1] == 0).all()
+        assert outcome.sum() in ((1.0, -1.0) if r["terminated"][end, g] else (0.0,))
         rewards = r["reward"][start:end + 1, g]
-        assert (rewards[:-1] == 0).all()  # outcome rewards: only the last step's
-        assert rewards.sum() == r["info"]["returned_episode_returns"][end, g]
-        assert end + 1 - start == r["info"]["returned_episode_lengths"][end, g]
-        assert rewards.sum() in ((1.0, -1.0) if r["terminated"][end, g] else (0.0,))
-    returned = r["info"]["returned_episode"]
-    np.testing.assert_array_equal(returned, done)
-    assert (r["info"]["returned_episode_valid"] == (np.cumsum(done, 0) > 0)).all()
+        gained = score_margin(info["final_observation"][end, g]) - score_margin(r["obs"][start, g])
+        assert round(144 * rewards.sum()) == gained
+        assert info["returned_episode_returns"][end, g] == pytest.approx(rewards.sum(), abs=1e-5)
+        assert info["returned_episode_lengths"][end, g] == end + 1 - start
+    np.testing.assert_array_equal(info["returned_episode"], done)
+    assert (info["returned_episode_valid"] == (np.cumsum(done, 0) > 0)).all()
+    ours = r["next"].env_state
+    np.testing.assert_array_equal(info["returned_episode_returns"], ours.returned_episode_return)
+    np.testing.assert_array_equal(info["returned_episode_lengths"], ours.returned_episode_length)
+
+
+def test_gymnax_spaces_and_conventions(played):
+    from gymnax.environments import spaces
+    from gymnax.wrappers import LegacyStepAPIWrapper
+    env, params, (obs, state, r) = played
+    space = env.observation_space(params)
+    assert isinstance(space, spaces.Box) and isinstance(env.action_space(params), spaces.Discrete)
+    assert env.action_space(params).n == tt.NUM_ACTIONS == env.num_actions
+    assert obs.shape == (GAMES,) + space.shape and bool(space.contains(r["obs"]))
+    # the five-value API of earlier gymnax, by gymnax's own adapter
+    legacy = LegacyStepAPIWrapper(env)
+    out = jax.eval_shape(legacy.step, jax.random.PRNGKey(0), jax.tree.map(lambda x: x[0], state),
+                         jnp.int32(1), params)
+    assert len(out) == 5 and out[3].dtype == jnp.bool_
 
 
 def test_rejects_bad_settings():
@@ -131,45 +170,5 @@ def test_rejects_bad_settings():
         W.SingleAgent(reward="margin")
     with pytest.raises(ValueError, match="at least one"):
         W.agents_opponent()
-
-
-def test_gymnax_wrappers_and_conventions():
-    """gymnax.make, its FlattenObservationWrapper and LogWrapper around ours, a masked
-    random policy reading the mask through them; points rewards, the learner Black."""
-    gymnax = pytest.importorskip("gymnax")  # the test extra installs it
-    from gymnax.environments import spaces
-    from gymnax.wrappers import FlattenObservationWrapper, LegacyStepAPIWrapper, LogWrapper
-
-    from trictrac_jax.az import gymnax_env
-    gymnax_env.register()
-    gymnax_env.register()  # registering again is harmless
-    env, params = gymnax.make("Trictrac-v1", seat=1, reward="points")
-    assert isinstance(env.observation_space(params), spaces.Box)
-    assert env.action_space(params).n == tt.NUM_ACTIONS == env.num_actions
-    env = LogWrapper(FlattenObservationWrapper(env))
-
-    def masked_random(keys, obs, state):
-        logits = jnp.where(env.legal_action_mask(state), 0.0, -jnp.inf)
-        return jax.vmap(jax.random.categorical)(keys, logits)
-    obs, state, r = rollout(env, masked_random, GAMES, STEPS // 2, seed=1)
-
-    space = env.observation_space(params)
-    assert obs.shape == (GAMES,) + space.shape and bool(space.contains(r["obs"]))
-    ours = r["next"].env_state
-    assert (ours.seat == 1).all()
-    np.testing.assert_array_equal(r["info"]["returned_episode_returns"],
-                                  ours.returned_episode_return)
-    np.testing.assert_array_equal(r["info"]["returned_episode_lengths"],
-                                  ours.returned_episode_length)
-    # points: an episode's return is the margin it gained, from the learner's first view
-    done = r["terminated"] | r["truncated"]
-    spans = episodes(done)
-    assert spans
-    for g, start, end in spans:
-        gained = score_margin(r["info"]["final_observation"][end, g]) - score_margin(r["obs"][start, g])
-        assert round(144 * r["reward"][start:end + 1, g].sum()) == gained
-    # the five-value API of earlier gymnax, by gymnax's own adapter
-    legacy = LegacyStepAPIWrapper(env)
-    out = jax.eval_shape(legacy.step, jax.random.PRNGKey(0), jax.tree.map(lambda x: x[0], state),
-                         jnp.int32(1), params)
-    assert len(out) == 5 and out[3].dtype == jnp.bool_
+    space = W.SingleAgent().observation_space()  # our own, duck-typed as gymnax's
+    assert space.shape == (tt.OBS_SIZE,) and not bool(space.contains(-np.ones(tt.OBS_SIZE)))

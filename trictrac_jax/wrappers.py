@@ -23,6 +23,8 @@ Conventions, as gymnax 1.0's `Environment.step`:
 * The legal mask of the observation a step returns is `info["legal_action_mask"]`; of any
   state, `env.legal_action_mask(state)`, also through the states of gymnax's wrappers
   (which keep ours in `.env_state`). It is all True once a game is over, as the engine's.
+* `info["outcome"]` is the learner's engine reward whatever `reward` says: +1 / -1 on the
+  step that ends a game he won or lost, else 0.
 * Episode statistics as gymnax's `LogWrapper`: `info["returned_episode"]` marks the step
   that ended an episode, `info["returned_episode_returns"]` and `["returned_episode_lengths"]`
   are those of the last finished one (`["returned_episode_valid"]`: once there is one).
@@ -217,10 +219,10 @@ class SingleAgent:
         params = self.default_params if params is None else params
         k_new, k_play = jax.random.split(key)
         new = self._new_episode(k_new, state)
-        state, finished, reward = self._play(k_play, state, action, new, params)
+        state, finished, reward, outcome = self._play(k_play, state, action, new, params)
         done = _done(finished.game)
         info = {"terminated": finished.game.terminated, "truncated": finished.game.truncated,
-                "final_observation": self._observe(finished),
+                "final_observation": self._observe(finished), "outcome": outcome,
                 "legal_action_mask": state.legal_action_mask,
                 "returned_episode": done,
                 "returned_episode_returns": state.returned_episode_return,
@@ -238,15 +240,15 @@ class SingleAgent:
                          episode_return=zero, episode_length=jnp.int32(0),
                          returned_episode_return=zero, returned_episode_length=jnp.int32(0),
                          returned_episode_valid=jnp.bool_(False), timestep=jnp.int32(0))
-        state, _, _ = self._play(k_play, self._new_episode(k_new, blank), None, None, params)
+        state, _, _, _ = self._play(k_play, self._new_episode(k_new, blank), None, None, params)
         return self._observe(state), state
 
     def step_env(self, key, state: EnvState, action, params: EnvParams):
         """gymnax's transition hook, without the reset: (obs, state, reward, terminated,
         info)."""
-        state, _, reward = self._play(key, state, action, None, params)
+        state, _, reward, outcome = self._play(key, state, action, None, params)
         return (self._observe(state), state, reward, state.game.terminated,
-                {"truncated": state.game.truncated})
+                {"truncated": state.game.truncated, "outcome": outcome})
 
     def legal_action_mask(self, state) -> jax.Array:
         """bool[..., 514]: the legal actions of `state`, ours or a gymnax wrapper's state
@@ -271,9 +273,10 @@ class SingleAgent:
                             episode_return=zero, episode_length=jnp.int32(0))
 
     def _play(self, key, state: EnvState, action, new: EnvState | None, params: EnvParams):
-        """(state, finished, reward): the learner's `action` (None: no move, the opening
-        of a new episode), then the opponent's turns until the learner is to move or the
-        game is over; `finished` is the state after them, `reward` the learner's. With
+        """(state, finished, reward, outcome): the learner's `action` (None: no move, the
+        opening of a new episode), then the opponent's turns until the learner is to move or
+        the game is over; `finished` is the state after them, `reward` the learner's and
+        `outcome` his engine rewards (+1 / -1 if the game ended). With
         `new` (auto-reset), a game that ends is replaced by `new`'s, whose opponent then
         opens if he is White, and `state` is that new episode.
 
@@ -304,7 +307,7 @@ class SingleAgent:
             jnp.bool_(False), state.game, jnp.zeros((), jnp.float32), key))
         finished = _select(c.ended, c.final, c.game)
         if action is None:  # an opening: no step of the learner's
-            return state.replace(game=c.game), state.replace(game=finished), c.gained
+            return state.replace(game=c.game), state.replace(game=finished), c.gained, c.gained
         if self.reward == "outcome":
             reward = c.gained
         else:
@@ -322,8 +325,8 @@ class SingleAgent:
             returned_episode_valid=state.returned_episode_valid | done,
             timestep=state.timestep + 1)
         if new is None:
-            return finished, finished, reward
+            return finished, finished, reward, c.gained
         started = finished.replace(game=c.game, seat=c.seat, opponent=c.opponent,
                                    episode_return=jnp.where(c.ended, 0.0, episode_return),
                                    episode_length=jnp.where(c.ended, 0, episode_length))
-        return started, finished, reward
+        return started, finished, reward, c.gained

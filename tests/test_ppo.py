@@ -1,0 +1,160 @@
+"""PPO (`trictrac_jax.az.ppo`, `train/ppo.py`): a tiny self-play run trains in one jit per
+call, writes metrics, checkpoints and a snapshot, resumes, and its networks load as agents;
+its config names a wrong key; and a PureJaxRL-style PPO trains through the gymnax
+interface (`gymnax.make("Trictrac-v1")` in gymnax's own wrappers) inside one jit."""
+import importlib.util
+import json
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+
+import trictrac_jax as tt
+from trictrac_jax.az import network as N
+from trictrac_jax.az import players, ppo
+from trictrac_jax.az import training as T
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# Games truncated after 12 decisions: episodes end, and auto-reset runs, in every call.
+TINY = ["env.max_steps=12", "network.width=8", "network.blocks=1", "ppo.num_envs=4",
+        "ppo.num_steps=4", "ppo.update_epochs=1", "ppo.num_minibatches=2",
+        "training.updates=4", "training.updates_per_call=2", "selfplay.pool_size=2",
+        "selfplay.pool_every=1", "evaluation.every=2", "evaluation.opponents=[]",
+        "checkpoint.every=2",
+        "checkpoint.snapshot_minutes=[0.001]", "logging.tensorboard=false"]
+
+
+def script(name):
+    spec = importlib.util.spec_from_file_location(f"train_{name}", ROOT / "train" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+train_ppo = script("ppo")
+
+
+class Killed(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A 4-update run killed while logging update 4 (before its checkpoint), then resumed.
+    Returns (run_dir, the killed run's records, the resumed run's log)."""
+    run_dir = tmp_path_factory.mktemp("runs") / "ppo"
+    config = ppo.load_config(ROOT / "configs" / "ppo.yaml", TINY + [f"run.dir={run_dir}"])
+
+    def kill_at_4(line):
+        if line.startswith("update     4/"):
+            raise Killed
+    with pytest.raises(Killed):
+        train_ppo.train(config, log=kill_at_4)
+    killed = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    log = []
+    config, resumed = train_ppo.resume(train_ppo.parse_args(["--resume", str(run_dir)]),
+                                       log.append)
+    train_ppo.train(config, resumed, log.append)
+    return run_dir, killed, log
+
+
+def test_a_run_trains_writes_metrics_and_checkpoints_and_resumes(run):
+    run_dir, killed, log = run
+    assert [r["iteration"] for r in killed] == [2, 4]
+    first = killed[0]
+    assert first["updates"] == 2 * 1 * 2  # updates x epochs x minibatches
+    assert first["episodes"] > 0 and np.isfinite(first["loss"]) and first["entropy"] > 0
+    assert 0 <= first["win_rate"] <= 1 and first["steps_per_s"] > 0
+    assert (run_dir / "snapshots" / "0.001min.msgpack").is_file()
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["ppo"]["num_envs"] == 4
+    # resumed from checkpoint 2: update 4 played again, its clock going on
+    assert log[0] == f"resumed {run_dir / 'checkpoints' / '2'} (not evaluated), 2 updates"
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    assert [r["iteration"] for r in records] == [2, 4]
+    assert records[1]["updates"] == 8 and records[1]["elapsed_s"] >= first["elapsed_s"]
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["2", "4"]
+    # the pool of past networks is checkpointed: one entry per update
+    state = ppo.restore_state(run_dir / "checkpoints", 4, ppo.saved_config(
+        run_dir / "checkpoints", 4))
+    assert int(state.updates) == 4 and int(state.pool_entries) == 4
+    newest = jax.tree.map(lambda pool: pool[1], state.pool)  # entry 4 went to slot 1
+    assert jax.tree.all(jax.tree.map(np.array_equal, newest, state.train.params))
+
+
+def test_its_networks_load_as_agents(run):
+    run_dir, _, _ = run
+    state = tt.Trictrac().init(jax.random.PRNGKey(0))
+    for spec in (str(run_dir), str(run_dir / "checkpoints" / "4"),
+                 str(run_dir / "snapshots" / "0.001min.msgpack")):
+        params, config = players.load_network(spec)
+        assert config["network"] == {"width": 8, "blocks": 1}
+        assert config["selfplay"]["value_target"] == "points"  # configs/ppo.yaml's reward
+        action = players.load_agent(spec)(jax.random.PRNGKey(1), state)
+        assert state.legal_action_mask[action]
+        expected = N.policy_action(N.make_network(config), params, state)
+        assert action == expected
+    # a directory without PPO checkpoints is not taken for a PPO run
+    assert ppo.is_run(run_dir) and not ppo.is_run(ROOT / "configs")
+
+
+def test_a_wrong_key_is_named(tmp_path, capsys):
+    assert train_ppo.main(["--config", str(ROOT / "configs" / "ppo.yaml"),
+                           "--set", "ppo.clip=0.1", "--set", f"run.dir={tmp_path}"]) == 2
+    assert "ppo.clip: unknown key" in capsys.readouterr().err
+    with pytest.raises(ppo.ConfigError, match="ppo.num_minibatches: must divide"):
+        ppo.load_config(None, ["ppo.num_envs=3", "ppo.num_steps=1", "ppo.num_minibatches=2"])
+    with pytest.raises(ppo.ConfigError, match="env.reward: must be one of"):
+        ppo.load_config(None, ["env.reward=margin"])
+
+
+def test_purejaxrl_style_ppo_through_gymnax():
+    """PureJaxRL's ppo.py on Trictrac: `gymnax.make` by name, FlattenObservationWrapper and
+    LogWrapper, `jax.vmap(env.reset)` and `env.step` inside `lax.scan`, the whole training
+    in one jit; the policy masked by `env.legal_action_mask(env_state)`."""
+    gymnax = pytest.importorskip("gymnax")  # the test extra installs it
+    from gymnax.wrappers import FlattenObservationWrapper, LogWrapper
+
+    from trictrac_jax.az import gymnax_env
+    gymnax_env.register()
+    config = ppo.load_config(None, TINY)
+    env, env_params = gymnax.make("Trictrac-v1", env=tt.Trictrac(max_steps=12))
+    env = LogWrapper(FlattenObservationWrapper(env))
+    net = N.PolicyValueNet(width=8, blocks=1)
+    optimizer = ppo.make_optimizer(config)
+    p, updates = config.ppo, config.training.updates
+
+    def train(key):
+        k_params, k_reset, k_run = jax.random.split(key, 3)
+        params = N.init_params(net, k_params)
+        state = T.TrainState(params=params, opt_state=optimizer.init(params),
+                             step=jnp.int32(0), key=k_run)
+        obs, env_state = jax.vmap(env.reset, (0, None))(
+            jax.random.split(k_reset, p.num_envs), env_params)
+
+        def update(carry, _):
+            state, actors = carry
+            key, k_roll, k_epoch = jax.random.split(state.key, 3)
+            actors, batch, stats = ppo.rollout(env, net, state.params, env_params, actors,
+                                               k_roll, p.num_steps)
+            mask = env.legal_action_mask(actors.state)
+            _, last_value = N.apply(net, state.params, actors.obs, mask)
+            advantages, targets = ppo.gae(batch, last_value, p.gamma, p.gae_lambda)
+            flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]),
+                                (batch, advantages, targets))
+            state, metrics = ppo.update_epoch(net, optimizer, p, state, flat, k_epoch)
+            return (state.replace(key=key), actors), {**metrics, **stats}
+
+        (state, _), metrics = jax.lax.scan(update, (state, ppo.Actors(env_state, obs)), None,
+                                           length=updates)
+        return state, metrics
+
+    state, metrics = jax.device_get(jax.jit(train)(jax.random.PRNGKey(0)))
+    assert int(state.step) == updates * p.num_minibatches
+    assert np.isfinite(metrics["loss"]).all() and metrics["episodes"].sum() > 0
+    # episode lengths from gymnax's LogWrapper: learner decisions, at most the truncation's
+    lengths = metrics["length_sum"].sum() / metrics["episodes"].sum()
+    assert 1 <= lengths <= 12
