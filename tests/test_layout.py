@@ -83,5 +83,5 @@ def test_the_engine_loads_alone():
     assert "trictrac_jax.env" in loaded
     above = sorted(m for m in loaded if m.startswith(("trictrac_jax.az", "trictrac_jax.tools"))
                    or m.split(".")[0] in ("mctx", "optax", "orbax", "chex", "pgx", "pyspiel",
-                                                  "gymnax"))
+                                            "gymnax"))
     assert above == []
