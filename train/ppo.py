@@ -3,6 +3,7 @@
     python train/ppo.py --config configs/ppo.yaml
     python train/ppo.py --config configs/ppo.yaml --set env.opponent=random --set run.dir=runs/ppo-random
     python train/ppo.py --resume runs/ppo          # continue a killed run
+    python train/ppo.py --config configs/ppo.yaml --h100   # its H100 program, compiled here
 
 The algorithm is `trictrac_jax.az.ppo` (the whole update in one jit, `training.updates_per_call`
 updates a call). Writes RUN_DIR/config.yaml, RUN_DIR/metrics.jsonl (one record per call),
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import pathlib
 import sys
 import time
@@ -44,6 +46,10 @@ def parse_args(argv=None):
                    help="continue RUN_DIR (default: run.dir) from its newest intact "
                         "checkpoint, writing only there; the run's saved config is used, "
                         "updated by --set")
+    p.add_argument("--h100", action="store_true",
+                   help="train nothing: compile one call of the config's updates for an H100 "
+                        "on this machine (no GPU needed, trictrac_jax/tools/gpu_program.py) "
+                        "and print its kernels, host syncs and estimated steps/s")
     return p.parse_args(argv)
 
 
@@ -178,10 +184,39 @@ def train(config: ppo.PPOConfig, resumed: Resumed | None = None, log=print) -> d
     return record
 
 
+def h100_program(config: ppo.PPOConfig) -> dict:
+    """One call of `config`'s jitted updates (`Trainer.run`) compiled for an H100 on this
+    CPU, as read by `gpu_program`: kernels, host syncs (a lower bound), bytes, device memory
+    and the H100 estimate of its time (`gpu_program.H100_MODEL`; no GPU runs it)."""
+    os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator rules, read when tracing
+    from trictrac_jax.tools import gpu_program as G
+    jax.config.update("jax_platforms", "cpu")  # compile-only devices need no GPU backend
+    trainer = trainer_for(config)
+    state = jax.eval_shape(trainer.init_state, jax.random.PRNGKey(0))
+    actors = jax.eval_shape(trainer._init_actors, jax.random.PRNGKey(1), state)
+    program = G.read(G.compile_for(G.H100, trainer._run, state, actors, donate_argnums=(0, 1)))
+    seconds = G.H100_MODEL.seconds(program)
+    steps = config.training.updates_per_call * config.ppo.num_steps * config.ppo.num_envs
+    return {"kernels": program.kernels, "host_syncs": program.host_syncs,
+            "bytes": program.bytes, "memory_gb": program.memory_bytes / 1e9,
+            "estimated_s": seconds, "steps": steps, "estimated_steps_per_s": steps / seconds}
+
+
 def main(argv=None):
     args = parse_args(argv)
     log = lambda line: print(line, flush=True)
     try:
+        if args.h100:
+            config = ppo.load_config(args.config, args.set)
+            p = h100_program(config)
+            log(f"one call of {config.training.updates_per_call} updates of {p['steps']:,} "
+                f"steps ({config.ppo.num_envs} environments x {config.ppo.num_steps}): "
+                f"{p['kernels']:,.0f} kernels, {p['host_syncs']:,.0f} host syncs (at least), "
+                f"{p['bytes'] / 1e9:.2f} GB read and written (estimate), "
+                f"{p['memory_gb']:.2f} GB device memory; H100 estimate (compiled program, "
+                f"model in docs/gpu-program.md): {p['estimated_s']:.3f} s, "
+                f"{p['estimated_steps_per_s']:,.0f} steps/s")
+            return 0
         config, resumed = (new_config(args), None) if args.resume is None else \
             resume(args, log)
         train(config, resumed, log)

@@ -15,7 +15,10 @@ network `network.PolicyValueNet`: a run's networks play wherever the AlphaZero s
 The opponent (`env.opponent`) is a fixed agent (`players.load_agent` spec), or "self":
 the run's own past networks, a pool of `selfplay.pool_size` (all the initial network at
 first; every `selfplay.pool_every` updates the current one replaces the oldest), one drawn
-per episode and sampling its moves from its policy. The pool is part of the checkpoint.
+per update, sampling its moves from its policy: a game that spans two updates may meet two.
+(Drawn per episode instead, every network of the pool would be evaluated for every game:
+under `vmap` a per-game choice of parameters is a select over all of them, or a gather of
+one copy per game.) The pool is part of the checkpoint.
 """
 from __future__ import annotations
 
@@ -285,16 +288,13 @@ def sample(key, logits):
     return action.astype(jnp.int32), log_prob
 
 
-def pool_opponent(net: N.PolicyValueNet, pool_size: int) -> wrappers.Opponent:
-    """The opponent sampling its moves from the policy of one network of a pool, params
-    stacked [pool_size, ...] in `EnvParams.opponent`, drawn per episode. Every network of
-    the pool is evaluated and one chosen: under `vmap`, per-game parameters would be
-    gathered for every game."""
-    def act(pool, index, key, state):
-        logits, _ = jax.vmap(lambda p: N.apply(net, p, state.observation,
-                                               state.legal_action_mask))(pool)
-        return sample(key, logits[index])[0]
-    return wrappers.Opponent(act, pool_size)
+def network_opponent(net: N.PolicyValueNet) -> wrappers.Opponent:
+    """The opponent sampling its moves from the policy of the network whose params are
+    `EnvParams.opponent`."""
+    def act(params, index, key, state):
+        logits, _ = N.apply(net, params, state.observation, state.legal_action_mask)
+        return sample(key, logits)[0]
+    return wrappers.Opponent(act)
 
 
 def rollout(env: wrappers.SingleAgent, net: N.PolicyValueNet, params, env_params,
@@ -392,7 +392,7 @@ class Trainer:
         self.net = N.PolicyValueNet(width=config.network.width, blocks=config.network.blocks)
         self.self_play = opponent is None
         self.env = wrappers.SingleAgent(
-            pool_opponent(self.net, config.selfplay.pool_size) if self.self_play else opponent,
+            network_opponent(self.net) if self.self_play else opponent,
             reward=config.env.reward, margin_scale=config.env.margin_scale,
             env=Trictrac(max_steps=config.env.max_steps))
         self.optimizer = make_optimizer(config)
@@ -405,11 +405,16 @@ class Trainer:
 
     def _init_actors(self, key, state: PPOState) -> Actors:
         keys = jax.random.split(key, self.config.ppo.num_envs)
-        obs, env_state = jax.vmap(self.env.reset, (0, None))(keys, self._env_params(state))
+        obs, env_state = jax.vmap(self.env.reset, (0, None))(
+            keys, self._env_params(state, jax.random.fold_in(key, 1)))
         return Actors(env_state, obs)
 
-    def _env_params(self, state: PPOState) -> wrappers.EnvParams:
-        return wrappers.EnvParams(opponent=state.pool)
+    def _env_params(self, state: PPOState, key) -> wrappers.EnvParams:
+        """Self-play: the network of the pool the opponent plays (drawn with `key`)."""
+        if not self.self_play:
+            return wrappers.EnvParams()
+        entry = jax.random.randint(key, (), 0, self.config.selfplay.pool_size)
+        return wrappers.EnvParams(opponent=jax.tree.map(lambda x: x[entry], state.pool))
 
     def _run(self, state: PPOState, actors: Actors):
         """(state, actors, metrics): `updates_per_call` updates; metrics summed (episode
@@ -424,10 +429,10 @@ class Trainer:
     def _update(self, state: PPOState, actors: Actors):
         """One PPO update: a rollout, GAE, epochs of minibatch updates, the pool's turn."""
         p = self.config.ppo
-        key, k_roll, k_epochs = jax.random.split(state.train.key, 3)
+        key, k_pool, k_roll, k_epochs = jax.random.split(state.train.key, 4)
         params = state.train.params
         actors, transitions, stats = rollout(self.env, self.net, params,
-                                             self._env_params(state), actors, k_roll,
+                                             self._env_params(state, k_pool), actors, k_roll,
                                              p.num_steps)
         _, last_value = N.apply(self.net, params, actors.obs,
                                 self.env.legal_action_mask(actors.state))
@@ -530,4 +535,4 @@ def load_params(path, which: str = "best", log=training._to_stderr):
 
 __all__ = ["PPOConfig", "load_config", "validate", "agent_config", "Trainer", "PPOState",
            "Actors", "Transition", "rollout", "gae", "ppo_loss", "update_epoch",
-           "pool_opponent", "enter_pool", "is_run", "load_params"]
+           "network_opponent", "enter_pool", "is_run", "load_params"]
