@@ -10,7 +10,7 @@ import pytest
 
 import trictrac_jax as tt
 from trictrac_jax import lanes
-from trictrac_jax.agents import first_agent, greedy_agent, random_agent, score_lead
+from trictrac_jax.agents import first_agent, greedy_agent, greedy_worth, random_agent
 from trictrac_jax.az.checkpoint import CheckpointError
 from trictrac_jax.az.players import Play, checkpoint_agent, load_agent, split_spec
 from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO
@@ -47,7 +47,7 @@ def lead_after(state, action, outcome):
     """The mover's score lead after `action` and the roll `outcome`, one at a time."""
     after = ENV.step_deterministic(state, action)
     rolled = ENV.chance_step(after, outcome)
-    return score_lead(rolled, after.rewards + rolled.rewards, state.current_player)
+    return greedy_worth(rolled, after.rewards + rolled.rewards, state.current_player)
 
 
 def test_greedy_maximises_the_expected_lead(positions):

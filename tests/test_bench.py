@@ -42,7 +42,7 @@ def test_gpu_figures_at_the_smallest_sizes(tmp_path):
     parts = result["split"]["parts"]
     assert len(parts) == 4 and all(p["seconds"] > 0 for p in parts[:3])
     assert sum(p["share"] for p in parts) == pytest.approx(1.0)
-    assert result["split"]["width"] == bench_gpu.base_config()["search"]["max_actions"]
+    assert result["split"]["width"] == bench_gpu.base_config().search.max_actions
     assert result["selfplay"] and all(r["moves_per_s"] > 0 for r in result["selfplay"])
     text = output.read_text()
     for title in ("## Random play", "## One search", "## Self-play with search"):

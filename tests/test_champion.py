@@ -16,7 +16,7 @@ from trictrac_jax.az.evaluation import play_match, summarise  # noqa: E402
 def test_champion_file_is_small_and_complete():
     params, config, provenance = champion.load()
     assert champion.PATH.stat().st_size < 4e6
-    assert config["network"]["width"] > 0 and provenance.get("command")
+    assert config.network.width > 0 and provenance.get("command")
 
 
 def test_champion_beats_random():

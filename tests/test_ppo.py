@@ -15,7 +15,7 @@ import yaml
 import trictrac_jax as tt
 from trictrac_jax.az import network as N
 from trictrac_jax.az import players, ppo
-from trictrac_jax.az import training as T
+from trictrac_jax.az.base import TrainState
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -91,11 +91,11 @@ def test_its_networks_load_as_agents(run):
     for spec in (str(run_dir), str(run_dir / "checkpoints" / "4"),
                  str(run_dir / "snapshots" / "0.001min.msgpack")):
         params, config = players.load_network(spec)
-        assert config["network"] == {"width": 8, "blocks": 1}
-        assert config["selfplay"]["value_target"] == "points"  # configs/ppo.yaml's reward
+        assert (config.network.width, config.network.blocks) == (8, 1)
+        assert config.selfplay.value_target == "points"  # configs/ppo.yaml's reward
         action = players.load_agent(spec)(jax.random.PRNGKey(1), state)
         assert state.legal_action_mask[action]
-        expected = N.policy_action(N.make_network(config), params, state)
+        expected = N.policy_action(N.make_network(config.network), params, state)
         assert action == expected
     # a directory without PPO checkpoints is not taken for a PPO run
     assert ppo.is_run(run_dir) and not ppo.is_run(ROOT / "configs")
@@ -130,8 +130,8 @@ def test_purejaxrl_style_ppo_through_gymnax():
     def train(key):
         k_params, k_reset, k_run = jax.random.split(key, 3)
         params = N.init_params(net, k_params)
-        state = T.TrainState(params=params, opt_state=optimizer.init(params),
-                             step=jnp.int32(0), key=k_run)
+        state = TrainState(params=params, opt_state=optimizer.init(params),
+                           step=jnp.int32(0), key=k_run)
         obs, env_state = jax.vmap(env.reset, (0, None))(
             jax.random.split(k_reset, p.num_envs), env_params)
 

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
+from trictrac_jax.az import model as M
 from trictrac_jax.az import search as S
 from trictrac_jax.agents import random_agent
-from trictrac_jax.az.config import defaults
-from trictrac_jax.state import TS_HOLD_OR_GO, TS_MOVE
+from trictrac_jax.az.base import Model
+from trictrac_jax.az.config import SearchConfig
+from trictrac_jax.state import TS_HOLD_OR_GO, TS_MOVE, score_lead
 
 ENV = tt.Trictrac(max_steps=1000)
 
@@ -70,10 +72,12 @@ def cases(positions):
 
 
 def search_config(algorithm, sims, max_actions=None):
-    search = defaults()["search"]
-    return {**search, "algorithm": algorithm, "num_simulations": sims,
-            "max_num_considered_actions": 4,
-            "max_actions": max_actions or search["max_actions"]}
+    return SearchConfig(algorithm=algorithm, num_simulations=sims, max_num_considered_actions=4,
+                        max_actions=max_actions or SearchConfig().max_actions)
+
+
+def make_search(model, config, explore=True):
+    return functools.partial(S.search, model=model, config=config, explore=explore)
 
 
 def tree_nodes(tree, algorithm):
@@ -84,8 +88,8 @@ def tree_nodes(tree, algorithm):
 @pytest.fixture(scope="module")
 def searched(cases):
     """SearchOutput of both searches on `cases` (uniform prior, value +0.5 for the mover)."""
-    model = S.Model(ENV, ConstNet(0.5), "outcome", 72.0)
-    return {algorithm: jax.jit(S.make_search(model, search_config(algorithm, 32)))(
+    model = Model(ENV, ConstNet(0.5), "outcome", 72.0)
+    return {algorithm: jax.jit(make_search(model, search_config(algorithm, 32)))(
         None, jax.random.PRNGKey(1), cases) for algorithm in ("stochastic", "gumbel")}
 
 
@@ -110,11 +114,11 @@ def test_search_shapes_and_masking(cases, searched, algorithm):
                                     np.asarray(nodes.actions), -1)[decision]  # [nodes, K]
     visits = np.asarray(tree.children_visits)[decision]
     assert (visits[~slot_legal] == 0).all()
-    # the slots: each node's legal actions in ascending order, then EMPTY_SLOT
+    # the slots: each node's legal actions in ascending order, then UNUSED_SLOT
     for mask, actions in zip(np.asarray(nodes.state.legal_action_mask)[decision],
                              np.asarray(nodes.actions)[decision]):
         legal = np.nonzero(mask)[0]
-        assert list(actions) == list(legal) + [S.EMPTY_SLOT] * (len(actions) - len(legal))
+        assert list(actions) == list(legal) + [S.UNUSED_SLOT] * (len(actions) - len(legal))
 
 
 def test_values_keep_their_sign_when_the_same_player_moves_again(cases, searched):
@@ -125,13 +129,13 @@ def test_values_keep_their_sign_when_the_same_player_moves_again(cases, searched
     mover = np.asarray(states.current_player)
     move = int(np.argmax(np.asarray(states.legal_action_mask[1, 2:]))) + 2
     actions = jnp.array([1, move, 0])  # Go, a move, Roll (never legal)
-    model = S.Model(ENV, ConstNet(0.5), "outcome", 72.0)
+    model = Model(ENV, ConstNet(0.5), "outcome", 72.0)
     key = jax.random.PRNGKey(0)
-    out, after = jax.jit(model.decision_fn)(None, key, actions, states)
+    out, after = jax.jit(functools.partial(M.decision_fn, model))(None, key, actions, states)
     assert list(np.asarray(after.state.current_player) == mover) == [True, False, True]
     assert list(np.asarray(after.state.terminated)) == [False, False, True]
     assert np.allclose(out.afterstate_value, [0.5, -0.5, -1.0])
-    chance, nxt = jax.jit(model.chance_fn)(None, key, jnp.array([7, 30, 5]), after)
+    chance, nxt = jax.jit(functools.partial(M.chance_fn, model))(None, key, jnp.array([7, 30, 5]), after)
     assert np.allclose(chance.discount, [1.0, -1.0, 0.0])
     assert np.allclose(chance.reward, [0.0, 0.0, -1.0])
     assert np.allclose(chance.value, [0.5, 0.5, 0.0])  # the next mover's view; 0 once over
@@ -154,10 +158,11 @@ def test_margin_utility():
     rewards = jnp.array([1.0, -1.0])
     margin = (12 * 5 + 4) - (12 * 2 + 10)
     for player, sign in ((0, 1), (1, -1)):
-        got = S.utility(state, rewards, jnp.int32(player), "margin", 72.0)
+        got = M.utility(Model(ENV, None, "margin", 72.0), state, rewards, jnp.int32(player))
         assert np.isclose(got, sign * margin / 72.0)
-        assert S.utility(state, rewards, jnp.int32(player), "outcome", 72.0) == sign
-    assert S.utility(state, rewards, jnp.int32(0), "margin", 10.0) == 1.0  # clipped
+        outcome = M.utility(Model(ENV, None, "outcome", 72.0), state, rewards, jnp.int32(player))
+        assert outcome == sign
+    assert M.utility(Model(ENV, None, "margin", 10.0), state, rewards, jnp.int32(0)) == 1.0
 
 
 def test_points_rewards_add_up_to_the_score_margin():
@@ -165,7 +170,7 @@ def test_points_rewards_add_up_to_the_score_margin():
     whole games the rewards (signed for White) add up to White's final lead, and the
     values the search sees are relative to the current lead."""
     scale = 144.0
-    model = S.Model(ENV, ConstNet(0.0), "points", scale)
+    model = Model(ENV, ConstNet(0.0), "points", scale)
     games = 16
     start = jax.vmap(ENV.init)(jax.random.split(jax.random.PRNGKey(3), games))
 
@@ -175,7 +180,7 @@ def test_points_rewards_add_up_to_the_score_margin():
             state, total, alive = carry
             ka, ks = jax.random.split(key)
             action = jax.vmap(random_agent)(jax.random.split(ka, games), state)
-            out, nxt = model.sampled_fn(None, ks, action, state)
+            out, nxt = M.sampled_fn(model, None, ks, action, state)
             white = jnp.where(state.current_player == 0, 1.0, -1.0)
             total += jnp.where(alive, white * out.reward, 0.0)
             alive &= out.discount != 0
@@ -187,12 +192,12 @@ def test_points_rewards_add_up_to_the_score_margin():
     ended = np.asarray(~alive)
     assert ended.sum() >= games // 2  # most random games end within 400 decisions
     white = jnp.zeros(games, jnp.int32)
-    lead = np.asarray(S.score_margin(final, white) - S.score_margin(start, white)) / scale
+    lead = np.asarray(score_lead(final, white) - score_lead(start, white)) / scale
     assert np.allclose(np.asarray(total)[ended], lead[ended], atol=1e-5)
     assert np.abs(lead[ended]).max() > 0.5  # the games did score
-    assert np.allclose(S.baseline(final, white, "points", scale),
-                       S.score_margin(final, white) / scale)
-    assert (np.asarray(S.baseline(final, white, "margin", scale)) == 0).all()
+    assert np.allclose(M.banked(model, final, white), score_lead(final, white) / scale)
+    margin = Model(ENV, None, "margin", scale)
+    assert (np.asarray(M.banked(margin, final, white)) == 0).all()
 
 
 class ObsNet:
@@ -217,9 +222,9 @@ def policy_top(net, state, top_k: int) -> list:
 
 def test_lookahead_plays_the_best_afterstate_among_the_policy_top_k(cases):
     net, top_k = ObsNet(jax.random.PRNGKey(3)), 6
-    model = S.Model(ENV, net, "outcome", 72.0)
-    actions = np.asarray(jax.jit(S.make_lookahead(model, top_k))(None, jax.random.PRNGKey(4),
-                                                                  cases))
+    model = Model(ENV, net, "outcome", 72.0)
+    lookahead = functools.partial(S.lookahead, model=model, top_k=top_k)
+    actions = np.asarray(jax.jit(lookahead)(None, jax.random.PRNGKey(4), cases))
     for b in range(len(actions)):
         state = take(cases, b)
         top = policy_top(net, state, top_k)
@@ -236,8 +241,8 @@ def test_lookahead_plays_the_best_afterstate_among_the_policy_top_k(cases):
 
 def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
     net, top_k = ObsNet(jax.random.PRNGKey(5)), 4
-    model = S.Model(ENV, net, "outcome", 72.0)
-    lookahead = jax.jit(S.make_lookahead(model, top_k, rolls=True))
+    model = Model(ENV, net, "outcome", 72.0)
+    lookahead = jax.jit(functools.partial(S.lookahead, model=model, top_k=top_k, rolls=True))
     actions = np.asarray(lookahead(None, jax.random.PRNGKey(4), cases))
     step, roll = jax.jit(ENV.step_deterministic), jax.jit(ENV.chance_step)
     value_of = jax.jit(lambda obs: net.apply(None, obs)[1])
@@ -261,7 +266,7 @@ def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
             return total / 36
         values = {a: value(a) for a in top}
         batch = jax.tree.map(lambda x: jnp.repeat(x[None], len(top), 0), state)
-        worth = S.rolled_worth(model, None, jnp.array(top, jnp.int32), batch)
+        worth = M.rolled_worth(model, None, jnp.array(top, jnp.int32), batch)
         np.testing.assert_allclose(worth, [values[a] for a in top], atol=1e-5)
         assert actions[b] in top
         assert values[actions[b]] == pytest.approx(max(values.values()), abs=1e-5)
@@ -272,12 +277,13 @@ def test_lookahead_search_is_the_lookahead_over_the_rolls(cases):
     rolls plays; its value is the best worth, its policy the softmax of the worths over the
     policy's top K; with exploration its moves are drawn from that policy."""
     net, top_k = ObsNet(jax.random.PRNGKey(5)), 4
-    model = S.Model(ENV, net, "outcome", 72.0)
-    config = {**search_config("lookahead", 1), "max_num_considered_actions": top_k,
-              "worth_temperature": 0.05}
-    out = jax.jit(S.make_search(model, config, explore=False))(None, jax.random.PRNGKey(1),
+    model = Model(ENV, net, "outcome", 72.0)
+    config = search_config("lookahead", 1).replace(max_num_considered_actions=top_k,
+                                                   worth_temperature=0.05)
+    out = jax.jit(make_search(model, config, explore=False))(None, jax.random.PRNGKey(1),
                                                                 cases)
-    played = jax.jit(S.make_lookahead(model, top_k, rolls=True))(None, None, cases)
+    played = jax.jit(functools.partial(S.lookahead, model=model, top_k=top_k, rolls=True))(
+        None, None, cases)
     np.testing.assert_array_equal(out.action, played)
     policy = np.asarray(out.policy)
     np.testing.assert_allclose(policy.sum(-1), 1, atol=1e-5)
@@ -285,13 +291,13 @@ def test_lookahead_search_is_the_lookahead_over_the_rolls(cases):
         state = take(cases, b)
         top = policy_top(net, state, top_k)
         assert set(np.nonzero(policy[b])[0]) <= set(top)
-        worth = np.asarray(S.rolled_worth(model, None, jnp.array(top, jnp.int32),
+        worth = np.asarray(M.rolled_worth(model, None, jnp.array(top, jnp.int32),
                                           jax.tree.map(lambda x: jnp.repeat(x[None], len(top), 0),
                                                        state)))
         assert float(out.value[b]) == pytest.approx(worth.max(), abs=1e-5)
         weights = np.exp((worth - worth.max()) / 0.05)
         np.testing.assert_allclose(policy[b, top], weights / weights.sum(), atol=1e-5)
-    explore = jax.jit(jax.vmap(S.make_search(model, config, explore=True), (None, 0, None)))
+    explore = jax.jit(jax.vmap(make_search(model, config, explore=True), (None, 0, None)))
     drawn = np.asarray(explore(None, jax.random.split(jax.random.PRNGKey(2), 200), cases).action)
     for b in range(policy.shape[0]):
         freq = np.bincount(drawn[:, b], minlength=tt.NUM_ACTIONS) / len(drawn)
@@ -309,7 +315,7 @@ def test_slot_tables_hold_the_legal_actions_or_the_top_k_by_prior(positions):
     for row, slots, scores in zip(mask, actions, logits):
         legal = np.nonzero(row)[0]
         if len(legal) <= k:  # ascending, then empty slots
-            assert list(slots) == list(legal) + [S.EMPTY_SLOT] * (k - len(legal))
+            assert list(slots) == list(legal) + [S.UNUSED_SLOT] * (k - len(legal))
         else:  # the k likeliest legal actions, likeliest first
             assert list(slots) == list(legal[np.argsort(-scores[legal], kind="stable")][:k])
 
@@ -317,20 +323,21 @@ def test_slot_tables_hold_the_legal_actions_or_the_top_k_by_prior(positions):
 def wide_search(model, config, params, key, states):
     """The search over all 514 actions (as before slots), without exploration noise: mctx
     called with the Model's 514-wide recurrent functions and States as embeddings."""
-    logits, value = model.evaluate(params, states)
+    logits, value = M.evaluate(model, params, states)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
     invalid = ~states.legal_action_mask
-    if config["algorithm"] == "stochastic":
+    if config.algorithm == "stochastic":
         return mctx.stochastic_muzero_policy(
-            params, key, root, model.decision_fn, model.chance_fn,
-            num_simulations=config["num_simulations"], invalid_actions=invalid,
+            params, key, root, functools.partial(M.decision_fn, model),
+            functools.partial(M.chance_fn, model),
+            num_simulations=config.num_simulations, invalid_actions=invalid,
             qtransform=S._masked_puct_qtransform, dirichlet_fraction=0.0,
-            dirichlet_alpha=config["dirichlet_alpha"], pb_c_init=config["pb_c_init"],
+            dirichlet_alpha=config.dirichlet_alpha, pb_c_init=config.pb_c_init,
             temperature=0.0)
     return mctx.gumbel_muzero_policy(
-        params, key, root, model.sampled_fn, num_simulations=config["num_simulations"],
-        invalid_actions=invalid, max_num_considered_actions=config["max_num_considered_actions"],
-        gumbel_scale=0.0)
+        params, key, root, functools.partial(M.sampled_fn, model),
+        num_simulations=config.num_simulations, invalid_actions=invalid,
+        max_num_considered_actions=config.max_num_considered_actions, gumbel_scale=0.0)
 
 
 @pytest.mark.parametrize("algorithm", ["stochastic", "gumbel"])
@@ -339,17 +346,17 @@ def test_slots_relabel_the_514_wide_search(cases, algorithm):
     tree, the slotted search is the 514-wide one: the same tree (node by node: visits,
     values), root policy and action. K is set to the most legal actions of any live node of
     the wide tree, plus one: the narrowest such K."""
-    model = S.Model(ENV, ObsNet(jax.random.PRNGKey(6)), "points", 144.0)
+    model = Model(ENV, ObsNet(jax.random.PRNGKey(6)), "points", 144.0)
     key = jax.random.PRNGKey(7)
     config = search_config(algorithm, 16)
     wide = jax.jit(functools.partial(wide_search, model, config))(None, key, cases)
     states = tree_nodes(wide.search_tree, algorithm)  # State [B, nodes]
-    live = (np.asarray(wide.search_tree.node_visits) > 0) & ~np.asarray(S._done(states))
+    live = (np.asarray(wide.search_tree.node_visits) > 0) & ~np.asarray(M.done(states))
     if algorithm == "stochastic":
         live &= np.asarray(wide.search_tree.embeddings.is_decision_node)
     k = int(np.asarray(states.legal_action_mask)[live].sum(-1).max()) + 1
     assert k < tt.NUM_ACTIONS // 2  # the slotted trees are much narrower
-    out = jax.jit(S.make_search(model, {**config, "max_actions": k}, explore=False))(
+    out = jax.jit(make_search(model, config.replace(max_actions=k), explore=False))(
         None, key, cases)
 
     assert np.array_equal(out.tree.node_visits, wide.search_tree.node_visits)
@@ -372,10 +379,10 @@ def test_slots_relabel_the_514_wide_search(cases, algorithm):
 @pytest.mark.parametrize("algorithm", ["stochastic", "gumbel"])
 def test_nodes_with_more_legal_actions_than_slots_keep_the_likeliest(cases, algorithm):
     net, k = ObsNet(jax.random.PRNGKey(8)), 3
-    model = S.Model(ENV, net, "outcome", 72.0)
+    model = Model(ENV, net, "outcome", 72.0)
     mask = np.asarray(cases.legal_action_mask)
     assert (mask.sum(-1) > k).sum() >= 4
-    out = jax.jit(S.make_search(model, search_config(algorithm, 8, max_actions=k)))(
+    out = jax.jit(make_search(model, search_config(algorithm, 8, max_actions=k)))(
         None, jax.random.PRNGKey(9), cases)
     policy = np.asarray(out.policy)
     assert policy.shape == (6, tt.NUM_ACTIONS)

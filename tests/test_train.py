@@ -23,7 +23,7 @@ from trictrac_jax.az import champion, players
 from trictrac_jax.az import checkpoint as C
 from trictrac_jax.az import network as N
 from trictrac_jax.az import training as T
-from trictrac_jax.az.config import ConfigError, defaults, load_config, merge
+from trictrac_jax.az.config import ConfigError, load_config
 from trictrac_jax.az.evaluation import wilson
 from trictrac_jax.state import OBS_SIZE
 
@@ -63,11 +63,12 @@ FOUR_DEVICES = textwrap.dedent("""
     config = C.load_config(None, ["selfplay.steps_per_iteration=16"],
                            base=tiny_config(sys.argv[2]))
     C.check_devices(config, jax.device_count())
-    trainer = T.Trainer(config)
-    state = trainer.init_state(jax.random.PRNGKey(0))
-    actors, buffer = trainer.init_games(jax.random.PRNGKey(1))
-    actors, buffer, stats = trainer.selfplay(state.params, actors, buffer, jax.random.PRNGKey(2))
-    state, metrics = trainer.train(state, buffer, jax.random.PRNGKey(3))
+    state = T.init_state(config, jax.random.PRNGKey(0))
+    actors, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(1))
+    actors, buffer, stats = jax.jit(T.selfplay_step, static_argnums=0)(
+        config, state.params, actors, buffer, T.replicate(jax.random.PRNGKey(2)))
+    state, metrics = jax.jit(T.train_step, static_argnums=0)(
+        config, state, buffer, T.replicate(jax.random.PRNGKey(3)))
     obs = actors.states.observation
     print(json.dumps({
         "devices": jax.device_count(),
@@ -122,14 +123,14 @@ def test_bad_config_is_reported_by_key(override, key, tmp_path, capsys):
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_configs_are_valid(path):
-    assert load_config(path)["run"]["dir"]  # validated on loading: a bad key raises
+    assert load_config(path).run.dir  # validated on loading: a bad key raises
 
 
 def test_opponents_are_baselines_or_greedy_k():
     from trictrac_jax.az import config as C
     opponents = ["greedy", "greedy:8", "random", "first"]
-    config = C.validate(C.merge(C.defaults(), {"evaluation": {"opponents": opponents}}))
-    assert config["evaluation"]["opponents"] == opponents
+    config = C.load_config(base={"evaluation": {"opponents": opponents}})
+    assert config.evaluation.opponents == tuple(opponents)
 
 
 def test_one_evaluation_search_at_a_time():
@@ -141,9 +142,13 @@ def test_config_file_and_overrides(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("search:\n  num_simulations: 8\ntraining:\n  learning_rate: 1\n")
     config = load_config(path, ["search.num_simulations=64", "training.schedule=constant"])
-    assert config["search"]["num_simulations"] == 64
-    assert config["training"]["learning_rate"] == 1.0  # int accepted for a float
-    assert config["training"]["schedule"] == "constant"
+    assert config.search.num_simulations == 64
+    assert config.training.learning_rate == 1.0  # int accepted for a float
+    assert config.training.schedule == "constant"
+    changed = config.replace(search=config.search.replace(num_simulations=8))
+    assert changed.search.num_simulations == 8 and config.search.num_simulations == 64
+    with pytest.raises(ConfigError, match="^num_simulations:"):
+        config.search.replace(num_simulations=0)  # a section checks its changes too
     path.write_text("search: [1, 2]\n")
     with pytest.raises(ConfigError, match="^search:"):
         load_config(path)
@@ -151,8 +156,9 @@ def test_config_file_and_overrides(tmp_path):
         load_config(tmp_path / "missing.yaml")
 
 
-def tiny_config(run_dir):
-    return load_config(None, base=merge(merge(defaults(), TINY), {"run": {"dir": str(run_dir)}}))
+def tiny_config(run_dir, *overrides):
+    """TINY in `run_dir`, with `overrides` ('key=value')."""
+    return load_config(None, [f"run.dir={run_dir}", *overrides], base=TINY)
 
 
 class Killed(Exception):
@@ -219,14 +225,15 @@ def test_resumed_tensorboard_drops_the_points_played_again(tmp_path, monkeypatch
 
 
 def test_same_seed_same_iteration(run):
-    """Self-play and training are deterministic (the run's trainer is already compiled)."""
-    trainer = T.trainer_for(tiny_config(run[0]))
+    """Self-play and training are deterministic (the run's functions are already compiled)."""
+    config = tiny_config(run[0])
 
     def one_iteration():
-        state = trainer.init_state(jax.random.PRNGKey(5))
-        actors, buffer = trainer.init_games(jax.random.PRNGKey(6))
-        actors, buffer, _ = trainer.selfplay(state.params, actors, buffer, jax.random.PRNGKey(7))
-        state, _ = trainer.train(state, buffer, jax.random.PRNGKey(8))
+        state = T.init_state(config, jax.random.PRNGKey(5))
+        actors, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(6))
+        actors, buffer, _ = az.selfplay_step(config, state.params, actors, buffer,
+                                             T.replicate(jax.random.PRNGKey(7)))
+        state, _ = az.train_step(config, state, buffer, T.replicate(jax.random.PRNGKey(8)))
         return jax.device_get((state.params, buffer.steps.policy))
     first, second = one_iteration(), one_iteration()
     assert all(jax.tree.leaves(jax.tree.map(lambda a, b: (a == b).all(), first, second)))
@@ -390,7 +397,7 @@ def test_resume_of_a_copy_with_a_damaged_latest_checkpoint(run, tmp_path):
     assert yaml.safe_load((copy / "config.yaml").read_text())["run"]["dir"] == str(copy)
     # the replayed iteration's checkpoint is saved anew, by the resumed run
     _, config = T.load_params(copy / "checkpoints" / str(step), log=lambda line: None)
-    assert config["run"]["dir"] == str(copy)
+    assert config.run.dir == str(copy)
 
 
 def test_eval_and_plot_commands(run, capsys):
@@ -444,11 +451,10 @@ def test_data_parallel_over_four_devices(four_devices):
 def test_a_run_of_the_lookahead_search_learns_its_values(tmp_path):
     """search.algorithm lookahead with replay.bootstrap 1: self-play plays the lookahead over
     the rolls, and the value head learns its backed-up values."""
-    config = tiny_config(tmp_path / "look")
-    config["search"].update(algorithm="lookahead", max_num_considered_actions=3)
-    config["replay"]["bootstrap"] = 1.0
-    config["training"]["iterations"] = 1
-    config["evaluation"]["opponents"] = []  # no match to compile
+    config = tiny_config(tmp_path / "look", "search.algorithm=lookahead",
+                         "search.max_num_considered_actions=3", "replay.bootstrap=1.0",
+                         "training.iterations=1",
+                         "evaluation.opponents=[]")  # no match to compile
     record = az.train(config, log=lambda line: None)
     assert record["updates"] > 0 and np.isfinite(record["value_loss"])
     assert record["policy_loss"] == record["policy_loss"]
@@ -459,18 +465,15 @@ def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp
     the deeper network's logits and values are the source's, and it then trains them."""
     run_dir, _ = run
     source, source_config = players.load_network(str(run_dir))
-    config = tiny_config(tmp_path / "deep")
-    config["network"]["blocks"] = source_config["network"]["blocks"] + 2
-    config["run"]["init_from"] = str(run_dir)
-    config["training"]["iterations"] = 1
-    config["evaluation"]["opponents"] = []  # no match to compile
+    config = tiny_config(tmp_path / "deep", f"network.blocks={source_config.network.blocks + 2}",
+                         f"run.init_from={run_dir}", "training.iterations=1",
+                         "evaluation.opponents=[]")  # no match to compile
     lines = []
-    trainer = T.trainer_for(config)
-    state = az.warm_start(trainer, config, log=lines.append)
+    state = az.warm_start(config, log=lines.append)
     assert lines == [f"warm start from {run_dir} (1 blocks, 2 more as the identity)"]
     obs = jax.random.uniform(jax.random.PRNGKey(3), (64, OBS_SIZE))
-    shallow = N.make_network(source_config).apply({"params": source}, obs)
-    deep = trainer.net.apply({"params": state.params}, obs)
+    shallow = N.make_network(source_config.network).apply({"params": source}, obs)
+    deep = N.make_network(config.network).apply({"params": state.params}, obs)
     for a, b in zip(shallow, deep):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
     az.train(config, log=lambda line: None)
@@ -487,7 +490,7 @@ TWO_PROCESSES = textwrap.dedent("""
     from tests.test_train import az
     from trictrac_jax.az import checkpoint as C, training as T
     seen = {"saved": [], "games": []}
-    save, selfplay = C.Checkpointer.save, T.Trainer.selfplay
+    save, selfplay = C.Checkpointer.save, az.selfplay_step
 
     def record_save(self, iteration, state, config, score):
         leaves = jax.tree.leaves(state.params)
@@ -497,13 +500,13 @@ TWO_PROCESSES = textwrap.dedent("""
                               "params_devices": len(leaves[0].sharding.device_set)})
         save(self, iteration, state, config, score)
 
-    def record_selfplay(self, *args):
-        actors, buffer, stats = selfplay(self, *args)
+    def record_selfplay(*args):
+        actors, buffer, stats = selfplay(*args)
         obs = actors.states.observation
         shard = obs.addressable_shards[0].data.shape[0]
         seen["games"].append([len(obs.sharding.device_set), shard])
         return actors, buffer, stats
-    C.Checkpointer.save, T.Trainer.selfplay = record_save, record_selfplay
+    C.Checkpointer.save, az.selfplay_step = record_save, record_selfplay
     code = az.main(sys.argv[2:])
     print(json.dumps({"code": code, "process": jax.process_index(),
                       "processes": jax.process_count(), **seen}))
@@ -625,7 +628,7 @@ def test_a_bad_process_variable_is_reported_by_name(change, key, monkeypatch, ca
     assert capsys.readouterr().err.startswith(f"error: {key}: ")
 
 
-def test_replay_targets_are_the_final_utility_minus_the_baseline():
+def test_replay_targets_are_the_final_utility_minus_the_banked_margin():
     import jax.numpy as jnp
     import numpy as np
     from trictrac_jax.az import replay as R
@@ -634,7 +637,7 @@ def test_replay_targets_are_the_final_utility_minus_the_baseline():
     zeros = jax.tree.map(lambda x: jnp.zeros((T_, G, *x.shape[1:]), x.dtype), buffer.steps)
     steps = zeros.replace(
         mover=jnp.array([[0, 1], [1, 0]], jnp.int32), after_player=jnp.ones((T_, G), jnp.int32),
-        base=jnp.array([[0.25, -0.5], [0.1, 0.0]]), after_base=jnp.full((T_, G), 0.2),
+        banked=jnp.array([[0.25, -0.5], [0.1, 0.0]]), after_banked=jnp.full((T_, G), 0.2),
         game=jnp.array([[0, 1], [0, 1]], jnp.int32), after_valid=jnp.ones((T_, G), bool))
     done = jnp.array([[False, False], [True, True]])
     utility = jnp.array([[[0, 0], [0, 0]], [[0.5, -0.5], [-1.5, 1.5]]], jnp.float32)
@@ -642,7 +645,7 @@ def test_replay_targets_are_the_final_utility_minus_the_baseline():
     sampled, z, z_after = R.sample(buffer, jax.random.PRNGKey(0), (64,))
     final = np.array([[0.5, -0.5], [-1.5, 1.5]])  # [game, colour]
     game, mover = np.asarray(sampled.game), np.asarray(sampled.mover)
-    expected = np.clip(final[game, mover] - np.asarray(sampled.base), -1, 1)
+    expected = np.clip(final[game, mover] - np.asarray(sampled.banked), -1, 1)
     assert np.allclose(z, expected)
     assert np.allclose(z_after, np.clip(final[game, 1] - 0.2, -1, 1))
     assert {(round(float(a), 4), int(g)) for a, g in zip(z, game)} == \
@@ -653,7 +656,7 @@ def test_replay_targets_are_the_final_utility_minus_the_baseline():
     for bootstrap in (0.25, 1.0):
         sampled, z, z_after = R.sample(buffer, jax.random.PRNGKey(0), (64,), bootstrap)
         game, mover = np.asarray(sampled.game), np.asarray(sampled.mover)
-        outcome = np.clip(final[game, mover] - np.asarray(sampled.base), -1, 1)
+        outcome = np.clip(final[game, mover] - np.asarray(sampled.banked), -1, 1)
         mixed = bootstrap * np.asarray(sampled.value) + (1 - bootstrap) * outcome
         assert np.allclose(z, np.clip(mixed, -1, 1))
         assert np.allclose(z_after, np.clip(final[game, 1] - 0.2, -1, 1))
@@ -688,20 +691,18 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
     exported = tmp_path / "net.msgpack"
     assert champion.main(["--export", str(run_dir), "--out", str(exported)]) == 0
     for spec in (str(exported), str(run_dir)):
-        config = tiny_config(tmp_path / f"warm{len(spec)}")
-        config["run"]["init_from"] = spec
-        config["training"]["iterations"] = 1
-        trainer = T.trainer_for(config)
-        state = az.warm_start(trainer, config, log=lambda line: None)
+        config = tiny_config(tmp_path / f"warm{len(spec)}", f"run.init_from={spec}",
+                             "training.iterations=1")
+        state = az.warm_start(config, log=lambda line: None)
         assert int(state.step) == 0
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.params),
                                                         jax.tree.leaves(source)))
-        fresh = trainer.init_state(jax.random.PRNGKey(0))
+        fresh = T.init_state(config, jax.random.PRNGKey(0))
         assert jax.tree.structure(state.opt_state) == jax.tree.structure(fresh.opt_state)
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.opt_state),
                                                         jax.tree.leaves(fresh.opt_state)))
     az.train(config, log=lambda line: None)  # and a run trains from there
-    saved = yaml.safe_load((pathlib.Path(config["run"]["dir"]) / "config.yaml").read_text())
+    saved = yaml.safe_load((pathlib.Path(config.run.dir) / "config.yaml").read_text())
     assert saved["run"]["init_from"] == spec
     wide = tmp_path / "wide.yaml"
     wide.write_text(yaml.safe_dump({**TINY, "network": {"width": 32, "blocks": 1},

@@ -24,6 +24,7 @@ import jax  # noqa: E402
 import yaml  # noqa: E402
 from jax.experimental import multihost_utils  # noqa: E402
 
+from trictrac_jax import devices  # noqa: E402
 from trictrac_jax.az import champion  # noqa: E402
 from trictrac_jax.az import checkpoint as C  # noqa: E402
 from trictrac_jax.az import config as config_lib  # noqa: E402
@@ -56,49 +57,49 @@ class Resumed(NamedTuple):
     elapsed_s: float  # training time up to `iteration`, from those lines
 
 
-def new_config(args) -> dict:
+def new_config(args) -> config_lib.Config:
     if args.config is None:
         raise config_lib.ConfigError("--config: required unless --resume is given")
     overrides = list(args.set) + ([f"run.init_from={args.init_from}"] if args.init_from else [])
     config = config_lib.load_config(args.config, overrides)
-    if (pathlib.Path(config["run"]["dir"]) / "checkpoints").is_dir():
+    if (pathlib.Path(config.run.dir) / "checkpoints").is_dir():
         raise config_lib.ConfigError(
-            f"run.dir: {config['run']['dir']} already holds checkpoints; "
+            f"run.dir: {config.run.dir} already holds checkpoints; "
             f"use --resume, or set another run.dir")
     return config
 
 
-def warm_start(trainer: T.Trainer, config: dict, log) -> T.TrainState:
+def warm_start(config: config_lib.Config, log) -> T.TrainState:
     """A new run's state with the network of `run.init_from`, a fresh optimiser and the
     run's own seed. The network must have the config's width, and its number of blocks or
     fewer: a deeper config starts its extra blocks as the identity, so the run starts from
     what the network plays."""
-    spec = config["run"]["init_from"]
+    spec = config.run.init_from
     try:
         params, source = players.load_network(spec)
     except (OSError, ValueError) as e:  # a network file that is missing or not one
         raise config_lib.ConfigError(f"run.init_from: {e}") from None
-    have, want = source["network"], config["network"]
-    if have["width"] != want["width"]:
+    have, want = source.network, config.network
+    if have.width != want.width:
         raise config_lib.ConfigError(
-            f"network.width: {spec} has {have['width']}, the config {want['width']}; set "
-            f"network.width={have['width']}")
-    if have["blocks"] > want["blocks"]:
+            f"network.width: {spec} has {have.width}, the config {want.width}; set "
+            f"network.width={have.width}")
+    if have.blocks > want.blocks:
         raise config_lib.ConfigError(
-            f"network.blocks: {spec} has {have['blocks']}, the config {want['blocks']}; set "
-            f"network.blocks={have['blocks']} or more")
-    state = trainer.init_state(jax.random.PRNGKey(config["run"]["seed"]))
-    extra = want["blocks"] - have["blocks"]
-    log(f"warm start from {spec}" + (f" ({have['blocks']} blocks, {extra} more as the "
+            f"network.blocks: {spec} has {have.blocks}, the config {want.blocks}; set "
+            f"network.blocks={have.blocks} or more")
+    state = T.init_state(config, jax.random.PRNGKey(config.run.seed))
+    extra = want.blocks - have.blocks
+    log(f"warm start from {spec}" + (f" ({have.blocks} blocks, {extra} more as the "
                                       f"identity)" if extra else ""))
-    return trainer.warm_state(state, params)
+    return T.warm_state(config, state, params)
 
 
-def resume(args, log) -> tuple[dict, Resumed]:
+def resume(args, log) -> tuple[config_lib.Config, Resumed]:
     """The config and state of the run to resume, from its newest intact checkpoint. Writes
     nothing: a resume that fails leaves the run as it was."""
     run_dir = pathlib.Path(args.resume or
-                           config_lib.load_config(args.config, args.set)["run"]["dir"])
+                           config_lib.load_config(args.config, args.set).run.dir)
     directory = run_dir / "checkpoints"
     if not directory.is_dir():
         raise C.CheckpointError(f"{run_dir}: not a run directory (no checkpoints/ in it)")
@@ -114,17 +115,17 @@ def resume(args, log) -> tuple[dict, Resumed]:
     return config, Resumed(state, step, lines, elapsed)
 
 
-def resumed_config(saved: dict, overrides, run_dir: pathlib.Path) -> dict:
+def resumed_config(saved: config_lib.Config, overrides, run_dir: pathlib.Path
+                   ) -> config_lib.Config:
     """The saved config updated by --set, its run.dir `run_dir`: a run continues where it is
     resumed, whatever run.dir it was saved with (a copied run writes into the copy)."""
-    base = config_lib.merge(saved, {"run": {"dir": str(run_dir)}})
+    base = saved.replace(run=saved.run.replace(dir=str(run_dir)))
     config = config_lib.load_config(None, overrides, base=base)
-    if pathlib.Path(config["run"]["dir"]).resolve() != run_dir.resolve():
+    if pathlib.Path(config.run.dir).resolve() != run_dir.resolve():
         raise config_lib.ConfigError(
-            f"run.dir: --resume continues {run_dir} in place, got {config['run']['dir']} "
+            f"run.dir: --resume continues {run_dir} in place, got {config.run.dir} "
             f"(copy the run directory to continue it elsewhere)")
-    config["run"]["dir"] = str(run_dir)
-    return config
+    return config.replace(run=config.run.replace(dir=str(run_dir)))
 
 
 def metrics_until(path: pathlib.Path, iteration: int) -> tuple[list[str], float]:
@@ -189,16 +190,23 @@ def evaluate(evaluators: dict, params, key) -> dict:
     return record
 
 
-def iterate(trainer: T.Trainer, state, actors, buffer, min_size: int):
+# The iteration's two device functions, compiled once per config (static); the games and the
+# buffer are updated in place.
+selfplay_step = jax.jit(T.selfplay_step, static_argnums=0, donate_argnums=(2, 3))
+train_step = jax.jit(T.train_step, static_argnums=0, donate_argnums=(1,))
+
+
+def iterate(config: config_lib.Config, state, actors, buffer):
     """Self-play, then training once enough targets are known. Returns (state, actors,
     buffer, metrics)."""
     t0 = time.time()
     key, k_play, k_train = jax.random.split(state.key, 3)
     state = state.replace(key=key)
-    actors, buffer, stats = trainer.selfplay(state.params, actors, buffer, k_play)
+    actors, buffer, stats = selfplay_step(config, state.params, actors, buffer,
+                                          T.replicate(k_play))
     record = {k: v.item() for k, v in jax.device_get(stats).items()}
-    if record["ready"] >= min_size:
-        state, metrics = trainer.train(state, buffer, k_train)
+    if record["ready"] >= config.replay.min_size:
+        state, metrics = train_step(config, state, buffer, T.replicate(k_train))
         record.update({k: float(v) for k, v in jax.device_get(metrics).items()})
     dt = time.time() - t0
     record.update(updates=int(state.step), iteration_s=dt,
@@ -206,7 +214,8 @@ def iterate(trainer: T.Trainer, state, actors, buffer, min_size: int):
     return state, actors, buffer, record
 
 
-def save_snapshot(run_dir: pathlib.Path, minutes, params, config: dict, record: dict):
+def save_snapshot(run_dir: pathlib.Path, minutes, params, config: config_lib.Config,
+                  record: dict):
     """The network at a wall-clock mark, as RUN_DIR/snapshots/<minutes>min.msgpack."""
     path = run_dir / "snapshots" / f"{minutes:g}min.msgpack"
     if jax.process_index() == 0:
@@ -216,30 +225,31 @@ def save_snapshot(run_dir: pathlib.Path, minutes, params, config: dict, record: 
     return path
 
 
-def train(config: dict, resumed: Resumed | None = None, log=print):
+def train(config: config_lib.Config, resumed: Resumed | None = None, log=print):
     """Run the loop described by `config` (validated), from scratch or from `resumed`;
     returns the last metrics record."""
     T.maybe_init_distributed()
     config_lib.check_devices(config, jax.device_count())
-    trainer = T.trainer_for(config)
     if resumed is None:
-        state = warm_start(trainer, config, log) if config["run"]["init_from"] else \
-            trainer.init_state(jax.random.PRNGKey(config["run"]["seed"]))
+        state = warm_start(config, log) if config.run.init_from else \
+            T.init_state(config, jax.random.PRNGKey(config.run.seed))
         resumed = Resumed(state, 0, [], 0.0)
     state, start = resumed.state, resumed.iteration
-    ev, iterations = config["evaluation"], config["training"]["iterations"]
-    play = players.Play(lookahead=ev["lookahead"], simulations=ev["num_simulations"])
-    evaluators = {opp: players.evaluator(trainer, opp, ev["games"], play)
-                  for opp in ev["opponents"]}
+    ev, iterations = config.evaluation, config.training.iterations
+    play = players.Play(lookahead=ev.lookahead, simulations=ev.num_simulations)
+    evaluators = {opp: players.evaluator(config, opp, ev.games, play)
+                  for opp in ev.opponents}
     key, k_games = jax.random.split(state.key)
-    actors, buffer = trainer.init_games(k_games)  # self-play restarts on resume
+    # self-play restarts on resume
+    actors, buffer = jax.jit(T.start_games, static_argnums=0)(config, k_games)
     state = state.replace(key=key)
 
-    run_dir = pathlib.Path(config["run"]["dir"])
+    run_dir = pathlib.Path(config.run.dir)
     lead = jax.process_index() == 0  # writes the run's files; all processes save checkpoints
     if lead:
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(config_lib.to_dict(config),
+                                                            sort_keys=False))
         # the iterations after the checkpoint are played again
         write_atomically(run_dir / "metrics.jsonl", resumed.metrics)
         for path, target, why in C.set_aside(run_dir / "checkpoints", start):
@@ -249,26 +259,25 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
     if jax.process_count() > 1:  # the others list the checkpoints after the set-aside
         multihost_utils.sync_global_devices("run directory ready")
     writer = open_tensorboard(run_dir, start) \
-        if lead and config["logging"]["tensorboard"] else None
-    checkpoints = C.Checkpointer(run_dir, config["checkpoint"]["keep_last"])
+        if lead and config.logging.tensorboard else None
+    checkpoints = C.Checkpointer(run_dir, config.checkpoint.keep_last)
     # elapsed_s goes on from the checkpoint's
     score, record, t_start = -1.0, {}, time.time() - resumed.elapsed_s
-    max_s = 60 * config["training"]["max_minutes"]
-    marks = sorted(m for m in config["checkpoint"]["snapshot_minutes"]
+    max_s = 60 * config.training.max_minutes
+    marks = sorted(m for m in config.checkpoint.snapshot_minutes
                    if 60 * m > resumed.elapsed_s)
     try:
         for it in range(start + 1, iterations + 1):
-            state, actors, buffer, metrics = iterate(trainer, state, actors, buffer,
-                                                     config["replay"]["min_size"])
+            state, actors, buffer, metrics = iterate(config, state, actors, buffer)
             record = {"iteration": it, **metrics, "elapsed_s": time.time() - t_start}
             while marks and record["elapsed_s"] >= 60 * marks[0]:
                 path = save_snapshot(run_dir, marks.pop(0), state.params, config, record)
                 log(f"snapshot {path}")
             last = it == iterations or 0 < max_s <= record["elapsed_s"]
-            if evaluators and (it % ev["every"] == 0 or last):
+            if evaluators and (it % ev.every == 0 or last):
                 record.update(evaluate(evaluators, state.params,
                                        jax.random.fold_in(state.key, it)))
-                score = record[f"vs_{ev['opponents'][0]}"]
+                score = record[f"vs_{ev.opponents[0]}"]
             if lead:
                 with open(run_dir / "metrics.jsonl", "a") as f:
                     f.write(json.dumps(record) + "\n")
@@ -276,8 +285,8 @@ def train(config: dict, resumed: Resumed | None = None, log=print):
                     for name, value in record.items():
                         writer.add_scalar(name, value, it)
                     writer.flush()
-                log(progress_line(record, iterations, ev["opponents"]))
-            if it % config["checkpoint"]["every"] == 0 or last:
+                log(progress_line(record, iterations, ev.opponents))
+            if it % config.checkpoint.every == 0 or last:
                 checkpoints.save(it, state, config, score)
             if last:
                 break
@@ -296,6 +305,7 @@ def main(argv=None):
         # one process reports; errors come from each
         log = (lambda line: print(line, flush=True)) if jax.process_index() == 0 else \
             (lambda line: None)
+        log(f"running on {devices.describe()}")
         config, resumed = (new_config(args), None) if args.resume is None else \
             resume(args, log)
         train(config, resumed, log)

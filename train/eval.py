@@ -27,7 +27,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 import jax  # noqa: E402
 
 from trictrac_jax.az import players  # noqa: E402
-from trictrac_jax.az import training as T  # noqa: E402
 from trictrac_jax.az.checkpoint import CheckpointError  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
 
@@ -67,7 +66,7 @@ def main(argv=None):
         play = players.Play(lookahead=args.lookahead, rolls=args.rolls,
                              simulations=args.simulations).check()
         params, config = players.load_network(name)
-        match = players.evaluator(T.trainer_for(config), args.opponent, args.games,
+        match = players.evaluator(config, args.opponent, args.games,
                                   own or play, play)
     except (CheckpointError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -5,8 +5,8 @@
     python train/ppo.py --resume runs/ppo          # continue a killed run
     python train/ppo.py --config configs/ppo.yaml --h100   # its H100 program, compiled here
 
-The algorithm is `trictrac_jax.az.ppo` (the whole update in one jit, `training.updates_per_call`
-updates a call). Writes RUN_DIR/config.yaml, RUN_DIR/metrics.jsonl (one record per call),
+The algorithm is `trictrac_jax.az.ppo` (`training.updates_per_call` whole updates in one
+jitted call). Writes RUN_DIR/config.yaml, RUN_DIR/metrics.jsonl (one record per call),
 TensorBoard events when tensorboardX or torch is installed, orbax checkpoints in
 RUN_DIR/checkpoints and the network at `checkpoint.snapshot_minutes` in RUN_DIR/snapshots, as
 train/az.py does; the run's networks load as agents (`python train/eval.py --checkpoint
@@ -34,7 +34,7 @@ from az import (evaluate, metrics_until, open_tensorboard, save_snapshot,  # noq
 from trictrac_jax.az import checkpoint as C  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az import ppo  # noqa: E402
-from trictrac_jax.az import training as T  # noqa: E402
+from trictrac_jax.az.config import ConfigError, to_dict  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -63,11 +63,11 @@ class Resumed(NamedTuple):
 
 def new_config(args) -> ppo.PPOConfig:
     if args.config is None:
-        raise ppo.ConfigError("--config: required unless --resume is given")
+        raise ConfigError("--config: required unless --resume is given")
     config = ppo.load_config(args.config, args.set)
     if (pathlib.Path(config.run.dir) / "checkpoints").is_dir():
-        raise ppo.ConfigError(f"run.dir: {config.run.dir} already holds checkpoints; use "
-                              f"--resume, or set another run.dir")
+        raise ConfigError(f"run.dir: {config.run.dir} already holds checkpoints; use "
+                          f"--resume, or set another run.dir")
     return config
 
 
@@ -80,26 +80,32 @@ def resume(args, log) -> tuple[ppo.PPOConfig, Resumed]:
 
     def load(step):
         saved = ppo.saved_config(directory, step)
-        config = ppo.load_config(None, args.set, base=saved.as_dict())
-        if pathlib.Path(config.run.dir).resolve() != run_dir.resolve():
-            config = ppo.load_config(None, [f"run.dir={run_dir}"], base=config.as_dict())
+        # a run continues where it is resumed, whatever run.dir it was saved with
+        config = ppo.load_config(None, args.set, base=saved.replace(
+            run=saved.run.replace(dir=str(run_dir))))
         return saved, config, ppo.restore_state(directory, step, config)
     step, (saved, config, state) = C.first_intact(directory, load, log)
-    log(f"resumed {C.describe(directory, step, saved.as_dict())}, {int(state.updates)} updates")
+    log(f"resumed {C.describe(directory, step, saved)}, {int(state.updates)} updates")
     lines, elapsed = metrics_until(run_dir / "metrics.jsonl", step)
     return config, Resumed(state, step, lines, elapsed)
 
 
 @functools.lru_cache(maxsize=2)
-def trainer_for(config: ppo.PPOConfig) -> ppo.Trainer:
-    """The Trainer of `config` with the opponent of `env.opponent`, shared within the
-    process: a resumed run reuses its compiled functions."""
+def env_for(config: ppo.PPOConfig):
+    """The run's environment, with the opponent of `env.opponent`; one per config in the
+    process, so that a resumed run reuses its compiled functions (the env is static)."""
     if config.env.opponent == ppo.SELF:
-        return ppo.Trainer(config)
+        return ppo.make_env(config)
     try:
-        return ppo.Trainer(config, players.load_agent(config.env.opponent))
+        return ppo.make_env(config, players.load_agent(config.env.opponent))
     except (OSError, ValueError, C.CheckpointError) as e:
-        raise ppo.ConfigError(f"env.opponent: {e}") from None
+        raise ConfigError(f"env.opponent: {e}") from None
+
+
+# The run's device functions, compiled once per environment and config (static).
+new_state = jax.jit(ppo.new_state, static_argnums=0)
+start_actors = jax.jit(ppo.start, static_argnums=(0, 1))
+run_updates = jax.jit(ppo.updates, static_argnums=(0, 1), donate_argnums=(2, 3))
 
 
 def progress_line(record: dict, updates: int, opponents) -> str:
@@ -130,19 +136,20 @@ def call_record(metrics: dict, steps: int, seconds: float) -> dict:
 def train(config: ppo.PPOConfig, resumed: Resumed | None = None, log=print) -> dict:
     """Run the loop `config` describes, from scratch or from `resumed`; returns the last
     metrics record."""
-    trainer = trainer_for(config)
+    env = env_for(config)
     if resumed is None:
-        resumed = Resumed(trainer.init_state(jax.random.PRNGKey(config.run.seed)), 0, [], 0.0)
+        resumed = Resumed(new_state(config, jax.random.PRNGKey(config.run.seed)), 0, [], 0.0)
     state, start = resumed.state, resumed.iteration
     agent = ppo.agent_config(config)
     ev, t = config.evaluation, config.training
-    evaluators = {opp: players.evaluator(T.trainer_for(agent), opp, ev.games)
-                  for opp in ev.opponents}
-    actors = trainer.init_actors(jax.random.fold_in(state.train.key, start), state)
+    play = players.Play(lookahead=ev.lookahead, simulations=ev.num_simulations)
+    evaluators = {opp: players.evaluator(agent, opp, ev.games, play) for opp in ev.opponents}
+    # the games restart on resume
+    actors = start_actors(env, config, state, jax.random.fold_in(state.train.key, start))
 
     run_dir = pathlib.Path(config.run.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config.as_dict(), sort_keys=False))
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
     write_atomically(run_dir / "metrics.jsonl", resumed.metrics)
     for path, target, why in C.set_aside(run_dir / "checkpoints", start):
         if why:
@@ -156,7 +163,7 @@ def train(config: ppo.PPOConfig, resumed: Resumed | None = None, log=print) -> d
     try:
         for it in range(start + t.updates_per_call, t.updates + 1, t.updates_per_call):
             t0 = time.time()
-            state, actors, metrics = trainer.run(state, actors)
+            state, actors, metrics = run_updates(env, config, state, actors)
             metrics = jax.device_get(metrics)  # waits for the call
             record = {"iteration": it, **call_record(metrics, steps, time.time() - t0),
                       "updates": int(state.train.step), "elapsed_s": time.time() - t_start}
@@ -176,7 +183,7 @@ def train(config: ppo.PPOConfig, resumed: Resumed | None = None, log=print) -> d
                 writer.flush()
             log(progress_line(record, t.updates, ev.opponents))
             if it % config.checkpoint.every == 0 or last:
-                checkpoints.save(it, state, config.as_dict(), score)
+                checkpoints.save(it, state, config, score)
             if last:
                 break
     finally:  # a pending (asynchronous) save completes even if interrupted
@@ -191,10 +198,12 @@ def h100_program(config: ppo.PPOConfig) -> dict:
     os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator rules, read when tracing
     from trictrac_jax.tools import gpu_program as G
     jax.config.update("jax_platforms", "cpu")  # compile-only devices need no GPU backend
-    trainer = trainer_for(config)
-    state = jax.eval_shape(trainer.init_state, jax.random.PRNGKey(0))
-    actors = jax.eval_shape(trainer._init_actors, jax.random.PRNGKey(1), state)
-    program = G.read(G.compile_for(G.H100, trainer._run, state, actors, donate_argnums=(0, 1)))
+    env = env_for(config)
+    state = jax.eval_shape(functools.partial(ppo.new_state, config), jax.random.PRNGKey(0))
+    actors = jax.eval_shape(functools.partial(ppo.start, env, config), state,
+                            jax.random.PRNGKey(1))
+    program = G.read(G.compile_for(G.H100, functools.partial(ppo.updates, env, config), state,
+                                   actors, donate_argnums=(0, 1)))
     seconds = G.H100_MODEL.seconds(program)
     steps = config.training.updates_per_call * config.ppo.num_steps * config.ppo.num_envs
     return {"kernels": program.kernels, "host_syncs": program.host_syncs,
@@ -220,7 +229,7 @@ def main(argv=None):
         config, resumed = (new_config(args), None) if args.resume is None else \
             resume(args, log)
         train(config, resumed, log)
-    except (ppo.ConfigError, C.CheckpointError) as e:
+    except (ConfigError, C.CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -18,6 +18,7 @@ width, and how many moves differ.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import jax
@@ -27,6 +28,7 @@ from trictrac_jax.az import config as C
 from trictrac_jax.az import players
 from trictrac_jax.az import network as N
 from trictrac_jax.az import search as S
+from trictrac_jax.az.model import model_from_config
 from trictrac_jax.agents import random_agent
 from trictrac_jax.tools.bench_gpu import trivial_search
 
@@ -55,7 +57,7 @@ def champion_positions(key, games: int):
     """The champion's decisions with a choice, plies 0, 5, ..., 35 of `games` / 8 games played
     by its raw policy; and its model and params."""
     params, config = players.load_network("champion")
-    model = S.model_from_config(config)
+    model = model_from_config(config)
     policy = players.checkpoint_agent(params, config)
     n = games // 8
 
@@ -81,9 +83,9 @@ def agreement(args):
     for sims in args.simulations:
         moves = []
         for k in args.widths:
-            search = S.make_search(model, {**config["search"], "algorithm": args.algorithm,
-                                           "num_simulations": sims, "max_actions": k},
-                                   explore=False)
+            search = functools.partial(
+                S.search, model=model, explore=False, config=config.search.replace(
+                    algorithm=args.algorithm, num_simulations=sims, max_actions=k))
             moves.append(np.asarray(jax.jit(search)(params, jax.random.PRNGKey(1), states).action))
             differ = int(np.sum(moves[-1] != moves[0]))
             print(f"| {sims} | {k} | {np.mean(legal > k):.1%} | {differ} ({differ / legal.size:.1%}) |",
@@ -107,7 +109,7 @@ def main(argv=None):
     if args.agreement:
         return agreement(args)
     config = C.load_config(args.config)
-    model = S.model_from_config(config)
+    model = model_from_config(config)
     params = N.init_params(model.net, jax.random.PRNGKey(0))
     states = positions(model.env, jax.random.PRNGKey(1), args.games, 40)
     print(f"{args.games} games, {jax.devices()[0].platform}; seconds per decision")
@@ -115,12 +117,13 @@ def main(argv=None):
     for algorithm in ("stochastic", "gumbel"):
         for sims in args.simulations:
             for k in args.widths:
-                search_config = {**config["search"], "algorithm": algorithm,
-                                 "num_simulations": sims, "max_actions": k}
-                search = jax.jit(S.make_search(model, search_config))
+                search_config = config.search.replace(algorithm=algorithm,
+                                                      num_simulations=sims, max_actions=k)
+                search = jax.jit(functools.partial(S.search, model=model,
+                                                   config=search_config))
                 full = seconds(search, params, jax.random.PRNGKey(2), states,
                                repeats=args.repeats)
-                alone = seconds(jax.jit(trivial_search({**config, "search": search_config},
+                alone = seconds(jax.jit(trivial_search(config.replace(search=search_config),
                                                        args.games)),
                                 jax.random.PRNGKey(3), repeats=args.repeats)
                 print(f"| {algorithm} | {sims} | {k} | {full:.3f} | {alone:.3f} |", flush=True)

@@ -73,7 +73,7 @@ def rate(path: pathlib.Path, opponent: str, games: int, lookahead: int, seed: in
     """A snapshot's match against `opponent`: its provenance, win rate and 95% interval.
     Snapshots of one setting share its compiled match."""
     params, config, provenance = champion.load(path)
-    match = players.evaluator(training.trainer_for(config), opponent, games,
+    match = players.evaluator(config, opponent, games,
                               players.Play(lookahead=lookahead))
     result = summarise(match(params, jax.random.PRNGKey(seed)))
     lo, hi = result.interval()

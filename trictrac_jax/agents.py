@@ -10,8 +10,7 @@ import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice
 from trictrac_jax.lanes import batch_rule, best_candidates, cpu_chunked, game_minor, running_count
-from trictrac_jax.state import NUM_ACTIONS
-from trictrac_jax.scoring import total_score
+from trictrac_jax.state import NUM_ACTIONS, score_lead
 
 _ENV = Trictrac(max_steps=None)  # lookahead only: never truncates
 WIN_BONUS = 1000.0  # a won game outweighs any score difference
@@ -47,20 +46,19 @@ def first_agent(key, state):
     return jnp.argmax(state.legal_action_mask).astype(jnp.int32)
 
 
-def score_lead(state, rewards, player):
-    """float32: `player`'s lead in 12 * holes + points, counting the points the last roll
-    gave the non-roller (marked only after the roller's move), plus WIN_BONUS * the game
-    result in `rewards` (by colour)."""
-    roller = state.current_player
-    pending = jnp.where(jnp.arange(2) == roller, 0, state._dice_points[1])
-    score = (total_score(state) + pending).astype(jnp.float32)
-    score += WIN_BONUS * rewards
-    return score[player] - score[1 - player]
+def greedy_worth(state, rewards, player):
+    """float32: what greedy maximises for `player`: his `score_lead`, counting the points
+    the last roll gave the non-roller (marked only after the roller's move), plus
+    WIN_BONUS * the game result in `rewards` (by colour)."""
+    roller, other = state.current_player, 1 - player
+    pending = jnp.where(jnp.arange(2) == roller, 0, state._dice_points[1]).astype(jnp.float32)
+    return (score_lead(state, player) + (pending[player] - pending[other])
+            + WIN_BONUS * (rewards[player] - rewards[other]))
 
 
 def greedy_agent(key, state, top_k: int | None = None):
     """1-ply expectimax on the score: among the legal actions (with `top_k`, only the first
-    `top_k` by index), the one whose expected `score_lead` over the 36 dice after the next
+    `top_k` by index), the one whose expected `greedy_worth` over the 36 dice after the next
     roll is highest; ties go to the lowest index.
 
     Costs 36 chance steps per considered action. Under `jax.vmap` the batch is scored as one
@@ -87,19 +85,19 @@ def _greedy_batch(states, top_k: int | None):
         mask &= running_count(mask.astype(jnp.int32), -1) <= top_k
     actions = jnp.broadcast_to(jnp.arange(NUM_ACTIONS, dtype=jnp.int32), mask.shape)
     return best_candidates(states, actions, mask & has_choice(states)[:, None],
-                           jnp.argmax(states.legal_action_mask, -1), _total_leads)
+                           jnp.argmax(states.legal_action_mask, -1), _total_worths)
 
 
-def _total_leads(states, actions):
-    """float32[P]: 36 x the expected `score_lead` of the mover of states [P] after actions
+def _total_worths(states, actions):
+    """float32[P]: 36 x the expected `greedy_worth` of the mover of states [P] after actions
     int32[P] and the next roll. Ordered rolls are equally likely, so this is the plain sum
     over them: a sum of integers, exact, so equally good actions tie whatever the batching.
     One flat vmap over P x 36 rolled states keeps the engine's batch rules."""
     afters = jax.vmap(_ENV.step_deterministic)(states, actions)
     repeated, rolled = _ENV.every_roll(afters)
     movers = jnp.repeat(states.current_player, NUM_CHANCE_OUTCOMES)
-    leads = jax.vmap(score_lead)(rolled, repeated.rewards + rolled.rewards, movers)
-    return jnp.sum(leads.reshape(-1, NUM_CHANCE_OUTCOMES), -1)
+    worths = jax.vmap(greedy_worth)(rolled, repeated.rewards + rolled.rewards, movers)
+    return jnp.sum(worths.reshape(-1, NUM_CHANCE_OUTCOMES), -1)
 
 
 BASELINES = {"random": random_agent, "first": first_agent, "greedy": greedy_agent}

@@ -54,3 +54,11 @@ def any_each(masks):
     bits = sum(m.astype(dtype) << dtype(k) for k, m in enumerate(masks))
     found = jax.lax.reduce(bits, dtype(0), jax.lax.bitwise_or, (0,))
     return [(found >> dtype(k)) & 1 != 0 for k in range(len(masks))]
+
+
+def select_tree(pred, on_true, on_false):
+    """The pytree `on_true` where `pred`, else `on_false`: `pred` bool[*batch] against leaves
+    [*batch, ...] (a scalar for one game, [B] for a batch)."""
+    pred = jnp.asarray(pred)
+    pick = lambda x, y: jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - pred.ndim)), x, y)
+    return jax.tree.map(pick, on_true, on_false)

@@ -1,8 +1,20 @@
-"""The environment API: init, step, and the split of a step into decision and chance.
+"""The environment: init, step, and the split of a step into decision and chance.
 
-Every function takes and returns one `State`; use `jax.vmap` for a batch. The user only sees
-decision nodes (`turn_stage` Move or HoldOrGoChoice), chance nodes (waiting for the dice,
-`is_chance`, only between `step_deterministic` and `chance_step`) and terminal states.
+The game is a set of pure functions of one `State` (use `jax.vmap` for a batch):
+
+    init(key)                                  a new game, White to decide after his roll
+    step(state, action, key, max_steps)        step_deterministic, then chance_step
+    step_deterministic(state, action, max_steps)   the decision: an afterstate
+    chance_step(state, outcome, max_steps)     the dice of outcome 0..35, scored
+
+and `Trictrac` is a thin class over them with pgx's `Env` interface, which holds
+`max_steps` and calls each function compiled (`jax.jit`, once per `max_steps`): called on
+one state outside `jit` that is one compiled call rather than hundreds of dispatched
+operations; inside a user's `jit` or `vmap` it is traced as part of it.
+
+The user only sees decision nodes (`turn_stage` Move or HoldOrGoChoice), chance nodes
+(waiting for the dice, `is_chance`, only between `step_deterministic` and `chance_step`) and
+terminal states.
 
 Conventions (as pgx):
 * `rewards` are those of the last transition, by colour: +1 / -1 when a game is won.
@@ -15,10 +27,6 @@ Ours, for inputs that fit no node (no error can be raised under `jit`): `step_de
 at a chance node, and `chance_step` anywhere but at a chance node or with an outcome outside
 0..35, return the state unchanged with zero rewards. `step` is `step_deterministic` then
 `chance_step`: at a chance node it ignores the action and rolls the dice.
-
-The methods are jitted (compiled once per `max_steps`), so that a call on one state outside
-`jit` is one compiled call rather than hundreds of dispatched operations; inside a user's
-`jit` or `vmap` they are traced as part of it.
 """
 from __future__ import annotations
 
@@ -29,17 +37,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from trictrac_jax import board as B
-from trictrac_jax import moves as M
-from trictrac_jax import scoring as S
+from trictrac_jax import moves
+from trictrac_jax import scoring
+from trictrac_jax.arrays import select_tree
 from trictrac_jax.lanes import cpu_chunked
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
                                 TS_ROLL_DICE, State)
 
 WINNING_HOLES = 12
+DEFAULT_MAX_STEPS = 1000
 NUM_CHANCE_OUTCOMES = 36
 # Outcome k is the ordered roll (k // 6 + 1, k % 6 + 1).
 CHANCE_DICE = np.stack(np.divmod(np.arange(36, dtype=np.int32), 6), -1) + 1
+CHANCE_PROBS = np.full(NUM_CHANCE_OUTCOMES, 1.0 / NUM_CHANCE_OUTCOMES, np.float32)
 
 
 def dice_to_outcome(dice):
@@ -47,152 +58,12 @@ def dice_to_outcome(dice):
     return (dice[..., 0] - 1) * 6 + dice[..., 1] - 1
 
 
-_method_jit = functools.partial(jax.jit, static_argnums=0)  # `self` is static
+def sample_outcome(key):
+    """A chance outcome 0..35 (two fair dice)."""
+    return jax.random.randint(key, (), 0, NUM_CHANCE_OUTCOMES)
 
 
-class Trictrac:
-    """Trictrac as the reference engine plays it (mmai/trictrac, schools disabled).
-
-    `max_steps`: decisions after which a game is truncated (None: never).
-    """
-
-    version = "v1"  # pgx's meaning: changes when the behaviour or the API does
-    num_players = 2
-    num_actions = NUM_ACTIONS
-    observation_shape = (OBS_SIZE,)
-    chance_probs = np.full(NUM_CHANCE_OUTCOMES, 1.0 / NUM_CHANCE_OUTCOMES, np.float32)
-
-    def __init__(self, max_steps: int | None = 1000):
-        if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
-            raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
-        self.max_steps = max_steps
-        self._first = None  # cache of `_first_positions`
-
-    # Environments with the same `max_steps` are equal: they share their compiled methods.
-    def __eq__(self, other):
-        return type(other) is type(self) and other.max_steps == self.max_steps
-
-    def __hash__(self):
-        return hash(self.max_steps)
-
-    @property
-    def id(self) -> str:
-        return "trictrac"
-
-    @_method_jit
-    def init(self, key) -> State:
-        """A new game, White to play, after White's first roll (sampled with `key`).
-
-        The 36 possible first positions are computed once and looked up: scoring a roll is
-        most of the cost of a step, and self-play loops re-initialise finished games.
-        """
-        outcome = sample_outcome(key)
-        return jax.tree.map(lambda x: jnp.asarray(x)[outcome], self._first_positions())
-
-    def _first_positions(self) -> State:
-        """State[36]: the game after each of White's possible first rolls (cached)."""
-        if self._first is None:
-            with jax.ensure_compile_time_eval():
-                roll = jax.jit(jax.vmap(lambda k: self.chance_step(new_game(), k)))
-                self._first = jax.device_get(roll(jnp.arange(NUM_CHANCE_OUTCOMES)))
-        return self._first
-
-    @_method_jit
-    def step(self, state: State, action, key) -> State:
-        """Take `action` at a decision node, then roll the dice with `key` if needed (at a
-        chance node: only roll)."""
-        return cpu_chunked(self._step)(state, action, key)  # (large CPU batches: lanes.py)
-
-    def _step(self, state: State, action, key) -> State:
-        after = self._deterministic(state, action, observed=False)
-        rolled = self._chance(after, sample_outcome(key), observed=False)
-        # observed once, on the final state, rather than after each half
-        return rolled.replace(rewards=after.rewards + rolled.rewards, observation=observe(rolled))
-
-    @_method_jit
-    def step_deterministic(self, state: State, action) -> State:
-        """Take `action` at a decision node; the result waits for the dice (`is_chance`)
-        unless the game ended. Elsewhere a no-op with zero rewards."""
-        return self._deterministic(state, action, observed=True)
-
-    @_method_jit
-    def chance_step(self, state: State, outcome) -> State:
-        """Roll the dice of chance outcome `outcome` (0..35) at a chance node. Elsewhere, or
-        for an outcome outside 0..35, a no-op with zero rewards."""
-        return self._chance(state, outcome, observed=True)
-
-    def _deterministic(self, state: State, action, observed: bool) -> State:
-        action = jnp.asarray(action, jnp.int32)
-        done = state.terminated | state.truncated
-        legal = state.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)]
-        legal &= (action >= 0) & (action < NUM_ACTIONS)
-        played = _decide(state, action)
-        played = played.replace(_step_count=state._step_count + 1)
-        played = self._finish(played, rolled=False, observed=observed)
-        forfeit = _forfeit(state)
-        # At a chance node no decision is due: nobody forfeits, nothing happens.
-        keep = done | state.is_chance
-        return jax.tree.map(lambda k, p, f: jnp.where(keep, k, jnp.where(legal, p, f)),
-                            state.replace(rewards=jnp.zeros(2, jnp.float32)), played, forfeit)
-
-    def _chance(self, state: State, outcome, observed: bool) -> State:
-        outcome = jnp.asarray(outcome, jnp.int32)
-        valid = (outcome >= 0) & (outcome < NUM_CHANCE_OUTCOMES)
-        # an outcome out of range indexes some other outcome's dice: that roll is discarded
-        rolled = self._finish(_roll(state, jnp.asarray(CHANCE_DICE)[outcome]), rolled=True, observed=observed)
-        keep = state.replace(rewards=jnp.zeros(2, jnp.float32))
-        return jax.tree.map(lambda r, k: jnp.where(state.is_chance & valid, r, k), rolled, keep)
-
-    @_method_jit
-    def every_roll(self, afterstates: State) -> tuple[State, State]:
-        """(repeated, rolled), both [P * 36]: each of `afterstates` [P] once per roll, and
-        the position after that roll; an afterstate's 36 rolls are together, in outcome
-        order (weights `chance_probs`)."""
-        repeated = jax.tree.map(lambda x: jnp.repeat(x, NUM_CHANCE_OUTCOMES, axis=0),
-                                afterstates)
-        outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), afterstates.current_player.shape[0])
-        return repeated, jax.vmap(self.chance_step)(repeated, outcomes)
-
-    @_method_jit
-    def observe(self, state: State, player_id=None):
-        """float32[217]: `observe` as pgx's `Env.observe` (default: the player to move)."""
-        return observe(state, player_id)
-
-    @_method_jit
-    def restore(self, state: State) -> State:
-        """Recompute the derived fields of a state given only its game fields (a position
-        loaded from the reference engine, say): legal actions, observation, flags."""
-        view = B.view_board(state._board, state.current_player)
-        hold_or_go = state._turn_stage == TS_HOLD_OR_GO
-        deciding = hold_or_go | (state._turn_stage == TS_MOVE)
-        mask = jnp.where(deciding, M.legal_action_mask(view, state._dice, hold_or_go), False)
-        return self._finish(state.replace(legal_action_mask=mask), rolled=True)
-
-    def _finish(self, state: State, rolled: bool, observed: bool = True) -> State:
-        """Derived fields: termination, rewards, truncation, chance flag, mask, observation
-        (left as it was unless `observed`)."""
-        ended = state._stage == STAGE_ENDED
-        winner = state.current_player  # the game only ends on a mark by the player to move
-        rewards = jnp.where(ended, jnp.where(jnp.arange(2) == winner, 1.0, -1.0), 0.0)
-        truncated = ~ended & (self.max_steps is not None) & (
-            state._step_count >= (self.max_steps or 0))
-        is_chance = ~ended & (state._turn_stage == TS_ROLL_DICE)
-        mask = state.legal_action_mask if rolled else jnp.zeros(NUM_ACTIONS, bool)
-        mask = jnp.where(ended | truncated, True, mask)
-        return state.replace(rewards=rewards.astype(jnp.float32), terminated=ended,
-                             truncated=truncated, is_chance=is_chance, legal_action_mask=mask,
-                             observation=observe(state) if observed else state.observation)
-
-
-ENV_IDS = ("trictrac",)
-
-
-def make(env_id: str) -> Trictrac:
-    """The environment `env_id` with its default settings, as `pgx.make`."""
-    if env_id not in ENV_IDS:
-        raise ValueError(f"unknown environment id {env_id!r}; known ids: {list(ENV_IDS)}")
-    return Trictrac()
-
+# --- the game's functions ------------------------------------------------------------------
 
 def new_game() -> State:
     """The position before White's first roll (a chance node)."""
@@ -207,16 +78,120 @@ def new_game() -> State:
         _can_big_bredouille=jnp.ones(2, bool), _dice_roll_count=zeros, _dice_points=zeros)
 
 
+@functools.lru_cache(maxsize=1)
+def first_positions() -> State:
+    """State[36]: the game after each of White's possible first rolls, computed once (on
+    the host): scoring a roll is most of the cost of a step, and self-play loops
+    re-initialise finished games."""
+    with jax.ensure_compile_time_eval():
+        roll = jax.jit(jax.vmap(lambda k: chance_step(new_game(), k)))
+        return jax.device_get(roll(jnp.arange(NUM_CHANCE_OUTCOMES)))
+
+
+def init(key) -> State:
+    """A new game, White to play, after White's first roll (sampled with `key`): one of
+    the `first_positions`, looked up."""
+    outcome = sample_outcome(key)
+    return jax.tree.map(lambda x: jnp.asarray(x)[outcome], first_positions())
+
+
+def step(state: State, action, key, max_steps: int | None = DEFAULT_MAX_STEPS) -> State:
+    """Take `action` at a decision node, then roll the dice with `key` if needed (at a
+    chance node: only roll). Batches of several CPU chunks run chunk by chunk (lanes.py)."""
+    return cpu_chunked(functools.partial(_decide_and_roll, max_steps=max_steps))(
+        state, action, key)
+
+
+def _decide_and_roll(state: State, action, key, max_steps: int | None) -> State:
+    after = _deterministic(state, action, max_steps, observed=False)
+    rolled = _chance(after, sample_outcome(key), max_steps, observed=False)
+    # observed once, on the final state, rather than after each half
+    return rolled.replace(rewards=after.rewards + rolled.rewards, observation=observe(rolled))
+
+
+def step_deterministic(state: State, action, max_steps: int | None = DEFAULT_MAX_STEPS
+                       ) -> State:
+    """Take `action` at a decision node; the result waits for the dice (`is_chance`)
+    unless the game ended. Elsewhere a no-op with zero rewards."""
+    return _deterministic(state, action, max_steps, observed=True)
+
+
+def chance_step(state: State, outcome, max_steps: int | None = DEFAULT_MAX_STEPS) -> State:
+    """Roll the dice of chance outcome `outcome` (0..35) at a chance node. Elsewhere, or
+    for an outcome outside 0..35, a no-op with zero rewards."""
+    return _chance(state, outcome, max_steps, observed=True)
+
+
+def _deterministic(state: State, action, max_steps: int | None, observed: bool) -> State:
+    """`step_deterministic`, the observation left as it was unless `observed`."""
+    action = jnp.asarray(action, jnp.int32)
+    done = state.terminated | state.truncated
+    legal = state.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)]
+    legal &= (action >= 0) & (action < NUM_ACTIONS)
+    played = _decide(state, action)
+    played = played.replace(_step_count=state._step_count + 1)
+    played = _finish(played, max_steps, rolled=False, observed=observed)
+    # At a chance node no decision is due: nobody forfeits, nothing happens.
+    keep = done | state.is_chance
+    return select_tree(keep, state.replace(rewards=jnp.zeros(2, jnp.float32)),
+                       select_tree(legal, played, _forfeit(state)))
+
+
+def _chance(state: State, outcome, max_steps: int | None, observed: bool) -> State:
+    """`chance_step`, the observation left as it was unless `observed`."""
+    outcome = jnp.asarray(outcome, jnp.int32)
+    valid = (outcome >= 0) & (outcome < NUM_CHANCE_OUTCOMES)
+    # an outcome out of range indexes some other outcome's dice: that roll is discarded
+    rolled = _finish(_roll(state, jnp.asarray(CHANCE_DICE)[outcome]), max_steps, rolled=True,
+                     observed=observed)
+    keep = state.replace(rewards=jnp.zeros(2, jnp.float32))
+    return select_tree(state.is_chance & valid, rolled, keep)
+
+
+def every_roll(afterstates: State, max_steps: int | None = DEFAULT_MAX_STEPS
+               ) -> tuple[State, State]:
+    """(repeated, rolled), both [P * 36]: each of `afterstates` [P] once per roll, and
+    the position after that roll; an afterstate's 36 rolls are together, in outcome
+    order (weights `CHANCE_PROBS`)."""
+    repeated = jax.tree.map(lambda x: jnp.repeat(x, NUM_CHANCE_OUTCOMES, axis=0), afterstates)
+    outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), afterstates.current_player.shape[0])
+    roll = functools.partial(chance_step, max_steps=max_steps)
+    return repeated, jax.vmap(roll)(repeated, outcomes)
+
+
+def restore(state: State, max_steps: int | None = DEFAULT_MAX_STEPS) -> State:
+    """Recompute the derived fields of a state given only its game fields (a position
+    loaded from the reference engine, say): legal actions, observation, flags."""
+    view = B.view_board(state._board, state.current_player)
+    hold_or_go = state._turn_stage == TS_HOLD_OR_GO
+    deciding = hold_or_go | (state._turn_stage == TS_MOVE)
+    mask = jnp.where(deciding, moves.legal_action_mask(view, state._dice, hold_or_go), False)
+    return _finish(state.replace(legal_action_mask=mask), max_steps, rolled=True)
+
+
+def _finish(state: State, max_steps: int | None, rolled: bool, observed: bool = True
+            ) -> State:
+    """Derived fields: termination, rewards, truncation, chance flag, mask, observation
+    (left as it was unless `observed`)."""
+    ended = state._stage == STAGE_ENDED
+    winner = state.current_player  # the game only ends on a mark by the player to move
+    rewards = jnp.where(ended, jnp.where(jnp.arange(2) == winner, 1.0, -1.0), 0.0)
+    truncated = ~ended & (max_steps is not None) & (state._step_count >= (max_steps or 0))
+    is_chance = ~ended & (state._turn_stage == TS_ROLL_DICE)
+    mask = state.legal_action_mask if rolled else jnp.zeros(NUM_ACTIONS, bool)
+    mask = jnp.where(ended | truncated, True, mask)
+    return state.replace(rewards=rewards.astype(jnp.float32), terminated=ended,
+                         truncated=truncated, is_chance=is_chance, legal_action_mask=mask,
+                         observation=observe(state) if observed else state.observation)
+
+
 def has_choice(states: State):
     """bool[...]: states (any batch shape) whose player to move has a choice to make: the
     game goes on and more than one action is legal."""
     return ~(states.terminated | states.truncated) & (jnp.sum(states.legal_action_mask, -1) > 1)
 
 
-def sample_outcome(key):
-    """A chance outcome 0..35 (two fair dice)."""
-    return jax.random.randint(key, (), 0, NUM_CHANCE_OUTCOMES)
-
+# --- what a decision and a roll do to the game ---------------------------------------------
 
 def _forfeit(state: State) -> State:
     """The player to move loses (illegal action)."""
@@ -236,7 +211,8 @@ def _pick_up(state: State, reset_points) -> State:
 
 
 def _mark(state: State, scorer, n, opponent):
-    points, holes, bredouille, new_hole = S.mark_points(
+    """`scoring.mark_points` on the state: (state, whether a hole was won)."""
+    points, holes, bredouille, new_hole = scoring.mark_points(
         state._points, state._holes, state._can_bredouille, scorer, n, opponent)
     return state.replace(_points=points, _holes=holes, _can_bredouille=bredouille), new_hole
 
@@ -248,7 +224,7 @@ def _decide(state: State, action) -> State:
     gone = _pick_up(state, reset_points=True)
 
     view = B.view_board(state._board, mover)
-    pair = M.decode(view, state._dice, action)
+    pair = moves.decode(view, state._dice, action)
     view = B.apply_move(B.apply_move(view, pair[0], pair[1]), pair[2], pair[3])
     moved = state.replace(_board=B.real_board(view, mover))
     # Bearing off the last checker: the opponent marks his points, then a new setting with
@@ -260,8 +236,8 @@ def _decide(state: State, action) -> State:
     won = new_hole & (passed._holes[other] >= WINNING_HOLES)
     passed = passed.replace(_turn_stage=jnp.int32(TS_ROLL_DICE),
                             _stage=jnp.where(won, STAGE_ENDED, passed._stage))
-    moved = _select(jnp.sum(jnp.maximum(view, 0)) == 0, bore_off, passed)
-    return _select(action == 1, gone, moved)
+    moved = select_tree(jnp.sum(jnp.maximum(view, 0)) == 0, bore_off, passed)
+    return select_tree(action == 1, gone, moved)
 
 
 def _roll(state: State, dice) -> State:
@@ -269,18 +245,14 @@ def _roll(state: State, dice) -> State:
     player = state.current_player
     roll_count = state._dice_roll_count + (jnp.arange(2) == player)  # a select, no scatter
     view = B.view_board(state._board, player)
-    points, moves, some_move = S.roll_outcome(view, dice, roll_count[player])
+    points, move_mask, some_move = scoring.roll_outcome(view, dice, roll_count[player])
     state = state.replace(_dice=dice, _dice_roll_count=roll_count, _dice_points=points)
     state, new_hole = _mark(state, player, points[0], 1 - player)
     won = new_hole & (state._holes[player] >= WINNING_HOLES)
     turn_stage = jnp.where(new_hole, jnp.where(won, TS_MARK_POINTS, TS_HOLD_OR_GO), TS_MOVE)
-    mask = M.decision_mask(dice, moves, some_move, turn_stage == TS_HOLD_OR_GO)
+    mask = moves.decision_mask(dice, move_mask, some_move, turn_stage == TS_HOLD_OR_GO)
     return state.replace(_turn_stage=turn_stage.astype(jnp.int32), legal_action_mask=mask,
                          _stage=jnp.where(won, STAGE_ENDED, state._stage).astype(jnp.int32))
-
-
-def _select(pred, a: State, b: State) -> State:
-    return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
 
 
 def observe(state: State, player=None):
@@ -309,3 +281,84 @@ def observe(state: State, player=None):
         jnp.minimum(state._dice_roll_count[player] * jnp.float32(1 / 3), 1.0)[None],
     ]
     return jnp.concatenate([jnp.asarray(x, jnp.float32).ravel() for x in parts])
+
+
+# --- the class: pgx's Env interface over the functions, each called compiled ---------------
+
+# One compiled program per function and `max_steps` (static): called on one state outside a
+# `jit`, a method answers in well under a millisecond after its first call (docs/latency.md).
+_compiled = functools.partial(jax.jit, static_argnames="max_steps")
+_init = jax.jit(init)
+_step = _compiled(step)
+_step_deterministic = _compiled(step_deterministic)
+_chance_step = _compiled(chance_step)
+_every_roll = _compiled(every_roll)
+_restore = _compiled(restore)
+_observe = jax.jit(observe)
+
+
+class Trictrac:
+    """Trictrac as the reference engine plays it (mmai/trictrac, schools disabled).
+
+    `max_steps`: decisions after which a game is truncated (None: never). Each method is
+    the module function of its name, compiled (see the module's docstring)."""
+
+    version = "v1"  # pgx's meaning: changes when the behaviour or the API does
+    num_players = 2
+    num_actions = NUM_ACTIONS
+    observation_shape = (OBS_SIZE,)
+    chance_probs = CHANCE_PROBS
+
+    def __init__(self, max_steps: int | None = DEFAULT_MAX_STEPS):
+        if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+            raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
+        self.max_steps = max_steps
+
+    # Environments with the same `max_steps` are equal (a static argument of a jit).
+    def __eq__(self, other):
+        return type(other) is type(self) and other.max_steps == self.max_steps
+
+    def __hash__(self):
+        return hash(self.max_steps)
+
+    @property
+    def id(self) -> str:
+        return "trictrac"
+
+    def init(self, key) -> State:
+        """`init`: a new game, White to play after his first roll."""
+        return _init(key)
+
+    def step(self, state: State, action, key) -> State:
+        """`step`: the decision `action`, then the dice rolled with `key`."""
+        return _step(state, action, key, max_steps=self.max_steps)
+
+    def step_deterministic(self, state: State, action) -> State:
+        """`step_deterministic`: the decision `action`; the result waits for the dice."""
+        return _step_deterministic(state, action, max_steps=self.max_steps)
+
+    def chance_step(self, state: State, outcome) -> State:
+        """`chance_step`: the dice of chance outcome `outcome` (0..35)."""
+        return _chance_step(state, outcome, max_steps=self.max_steps)
+
+    def every_roll(self, afterstates: State) -> tuple[State, State]:
+        """`every_roll`: each of `afterstates` [P] after each of the 36 rolls, [P * 36]."""
+        return _every_roll(afterstates, max_steps=self.max_steps)
+
+    def observe(self, state: State, player_id=None):
+        """float32[217]: `observe` as pgx's `Env.observe` (default: the player to move)."""
+        return _observe(state, player_id)
+
+    def restore(self, state: State) -> State:
+        """`restore`: the derived fields of a state loaded from its game fields."""
+        return _restore(state, max_steps=self.max_steps)
+
+
+ENV_IDS = ("trictrac",)
+
+
+def make(env_id: str) -> Trictrac:
+    """The environment `env_id` with its default settings, as `pgx.make`."""
+    if env_id not in ENV_IDS:
+        raise ValueError(f"unknown environment id {env_id!r}; known ids: {list(ENV_IDS)}")
+    return Trictrac()

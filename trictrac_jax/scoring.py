@@ -295,11 +295,6 @@ def roll_outcome(board, dice, roll_count):
     return jans.points, M.move_actions(board, dice, lists), lists.some
 
 
-def total_score(state):
-    """int32[..., 2] by colour: 12 * holes + points of a `State` (the game's bookkeeping)."""
-    return 12 * state._holes + state._points
-
-
 def mark_points(points, holes, can_bredouille, scorer, n, opponent):
     """Mark `n` points for colour `scorer`; returns (points, holes, can_bredouille, new_hole).
 

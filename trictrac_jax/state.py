@@ -6,6 +6,7 @@ first), 1 = Black (player 2, moves 24 -> 1). Colours never change during a game.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
@@ -52,3 +53,11 @@ class State:
     @property
     def env_id(self) -> str:
         return "trictrac"
+
+
+def score_lead(state: State, player) -> jax.Array:
+    """float32[...]: `player`'s lead in 12 * holes + points (the game's bookkeeping) over his
+    opponent, in `state` (any batch shape, `player` int[...] of the same shape)."""
+    score = (12 * state._holes + state._points).astype(jnp.float32)
+    own = jnp.take_along_axis(score, jnp.asarray(player)[..., None], -1)[..., 0]
+    return 2 * own - score.sum(-1)

@@ -47,8 +47,7 @@ from flax import struct
 
 from trictrac_jax import agents
 from trictrac_jax.env import Trictrac, new_game, observe
-from trictrac_jax.scoring import total_score
-from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State
+from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State, score_lead
 
 REWARDS = ("outcome", "points")
 
@@ -158,12 +157,6 @@ class _Turns(NamedTuple):
     final: State  # the game as it ended
     gained: jax.Array  # float32, the learner's outcome rewards in the episode
     key: jax.Array
-
-
-def score_margin(game: State, player):
-    """int32: `player`'s lead in 12 * holes + points."""
-    score = total_score(game)
-    return score[player] - score[1 - player]
 
 
 class SingleAgent:
@@ -311,8 +304,8 @@ class SingleAgent:
         if self.reward == "outcome":
             reward = c.gained
         else:
-            reward = (score_margin(finished, state.seat) - score_margin(state.game, state.seat)
-                      ).astype(jnp.float32) / self.margin_scale
+            reward = (score_lead(finished, state.seat) - score_lead(state.game, state.seat)
+                      ) / self.margin_scale
         done = _done(finished)
         episode_return = state.episode_return + reward
         episode_length = state.episode_length + 1

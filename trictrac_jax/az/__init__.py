@@ -3,5 +3,6 @@ the model, self-play, the replay buffer, training, checkpoints, evaluation and t
 champion. Imports the engine (`trictrac_jax`), never the tools; needs the `train` extra.
 
     from trictrac_jax.az import config, training
-    trainer = training.Trainer(config.load_config("configs/quick.yaml"))
+    cfg = config.load_config("configs/quick.yaml")            # a frozen, typed Config
+    state = training.init_state(cfg, jax.random.PRNGKey(0))    # see train/az.py for the loop
 """

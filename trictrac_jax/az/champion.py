@@ -9,8 +9,8 @@
 `champion` the newest: each new one had to beat the one before, and the earlier ones stay
 loadable so that anyone can replay that match. A file holds the network's parameters
 (float32), the config of the run that trained it, and its provenance (command, iterations,
-wall-clock, hardware, evaluation), serialised with `flax.serialization`: no training stack
-is needed to read it. `players.load_agent("champion")` plays it.
+wall-clock, hardware, evaluation), serialised with `flax.serialization`: no checkpoint
+or run directory is needed to read it. `players.load_agent("champion")` plays it.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ import sys
 import jax
 import numpy as np
 from flax import serialization
+
+from trictrac_jax.az.config import Config, load_config, to_dict
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 
@@ -65,18 +67,18 @@ def file_of(name: str = "champion") -> pathlib.Path:
     return numbered(int(n))
 
 
-def save(params, config: dict, provenance: dict, path=PATH) -> pathlib.Path:
+def save(params, config: Config, provenance: dict, path=PATH) -> pathlib.Path:
     """Write `params` (a pytree of arrays), the run's `config` and `provenance` to `path`."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tree = {"params": jax.tree.map(lambda x: np.asarray(x, np.float32), params),
-            "config": json.dumps(config, sort_keys=True),
+            "config": json.dumps(to_dict(config), sort_keys=True),
             "provenance": json.dumps(provenance, sort_keys=True)}
     path.write_bytes(serialization.msgpack_serialize(tree))
     return path
 
 
-def load(path=PATH) -> tuple[dict, dict, dict]:
+def load(path=PATH) -> tuple[dict, Config, dict]:
     """(params, config, provenance) from a champion file. Raises OSError for a missing or
     unreadable file and ValueError for one that is not a champion, naming the file."""
     path = pathlib.Path(path)
@@ -86,7 +88,8 @@ def load(path=PATH) -> tuple[dict, dict, dict]:
         raise OSError(f"{path}: cannot read the champion file ({e.strerror or e})") from None
     try:
         tree = serialization.msgpack_restore(data)
-        return tree["params"], json.loads(tree["config"]), json.loads(tree["provenance"])
+        params, config = tree["params"], load_config(base=json.loads(tree["config"]))
+        return params, config, json.loads(tree["provenance"])
     except Exception as e:  # msgpack, JSON or missing-key errors: one readable line
         raise ValueError(f"{path}: not a champion file ({type(e).__name__}: "
                          f"{str(e).splitlines()[0] if str(e) else 'corrupt'})") from None
@@ -133,8 +136,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     size = sum(x.size for x in jax.tree.leaves(params))
-    print(f"{args.name} = {file}: network {config['network']['width']}x"
-          f"{config['network']['blocks']}, "
+    print(f"{args.name} = {file}: network {config.network.width}x{config.network.blocks}, "
           f"{size:,} parameters")
     print(json.dumps(provenance, indent=2, sort_keys=True))
     return 0

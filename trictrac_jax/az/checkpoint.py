@@ -18,6 +18,8 @@ import sys
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers as policies
 
+from trictrac_jax.az.config import Config, to_dict
+
 # orbax logs every save and restore at INFO through absl; keep the training output readable.
 logging.getLogger("absl").setLevel(logging.WARNING)
 
@@ -67,10 +69,10 @@ class Checkpointer:
         self.manager = ocp.CheckpointManager(self.directory.absolute(), options=options,
                                              item_names=("state", "config"))
 
-    def save(self, iteration: int, state, config: dict, score: float):
+    def save(self, iteration: int, state, config: Config, score: float):
         """`state`: a pytree of arrays; `score`: higher is better (best checkpoint)."""
         self.manager.save(iteration, args=ocp.args.Composite(
-            state=ocp.args.StandardSave(state), config=ocp.args.JsonSave(config)),
+            state=ocp.args.StandardSave(state), config=ocp.args.JsonSave(to_dict(config))),
             metrics={METRIC: float(score)})
 
     def close(self):
@@ -183,19 +185,20 @@ def set_aside(directory: pathlib.Path, step: int
     return moved
 
 
-def describe(directory: pathlib.Path, step: int, config: dict, which: str = "") -> str:
+def describe(directory: pathlib.Path, step: int, config: Config, which: str = "") -> str:
     """'RUN_DIR/checkpoints/85 (best: vs greedy 0.420)': the checkpoint and its score against
     the first evaluation opponent of its `config`."""
     try:
         value = score(directory, step)
     except CheckpointError:  # the metrics are a label here, the checkpoint itself is intact
         value = -1.0
-    opponents = config["evaluation"]["opponents"]
+    opponents = config.evaluation.opponents
     rank = f"vs {opponents[0]} {value:.3f}" if opponents and value >= 0 else "not evaluated"
     return f"{directory / str(step)} ({f'{which}: {rank}' if which else rank})"
 
 
 def restore_config(directory: pathlib.Path, step: int) -> dict:
+    """The config saved with a checkpoint, as nested dicts (`config.load_config` checks it)."""
     path = directory / str(step)
     try:
         return ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(

@@ -41,11 +41,13 @@ class PolicyValueNet(nn.Module):
         return logits, value
 
 
-def make_network(config: dict) -> PolicyValueNet:
-    return PolicyValueNet(width=config["network"]["width"], blocks=config["network"]["blocks"])
+def make_network(config) -> PolicyValueNet:
+    """The network of a `NetworkConfig` (config.network)."""
+    return PolicyValueNet(width=config.width, blocks=config.blocks)
 
 
 def init_params(net: PolicyValueNet, key):
+    """Fresh parameters of `net`."""
     return net.init(key, jnp.zeros((1, OBS_SIZE), jnp.float32))["params"]
 
 

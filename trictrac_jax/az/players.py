@@ -15,7 +15,10 @@ from trictrac_jax.az import network as N
 from trictrac_jax.az import ppo
 from trictrac_jax.az import search as S
 from trictrac_jax.az import training
+from trictrac_jax.az.config import Config
 from trictrac_jax.az.evaluation import play_match
+from trictrac_jax.az.model import model_from_config
+from trictrac_jax.env import Trictrac
 from trictrac_jax.lanes import batch_rule
 from trictrac_jax.state import NUM_ACTIONS
 
@@ -82,7 +85,7 @@ def load_agent(spec: str, play: Play = Play()):
 
     A network plays as its `@PLAY` says (`parse_play`), else as `play`: its raw policy
     (greedy over the masked logits), the 1-ply lookahead over its `lookahead` likeliest
-    moves (`search.make_lookahead`; with `rolls`, each valued over the 36 rolls after it),
+    moves (`search.lookahead`; with `rolls`, each valued over the 36 rolls after it),
     or a search of `simulations` (no exploration noise; `search:N` is the stochastic search
     over the dice, `SEARCH_SLOTS` wide). Raises ValueError for an unknown
     name or play, `CheckpointError` for an unreadable checkpoint."""
@@ -98,7 +101,7 @@ def load_agent(spec: str, play: Play = Play()):
     return checkpoint_agent(*load_network(name), own or play)
 
 
-def load_network(spec: str):
+def load_network(spec: str) -> tuple[dict, Config]:
     """(params, config) of 'champion' or 'champion:N' (a shipped network), of a network file
     in the champion's format (`*.msgpack`), or of a checkpoint path (a run directory's best
     checkpoint, or one checkpoint directory) of the AlphaZero stack or of PPO (whose
@@ -109,38 +112,40 @@ def load_network(spec: str):
     return ppo.load_params(spec) if ppo.is_run(spec) else training.load_params(spec)
 
 
-def checkpoint_agent(params, config: dict, play: Play = Play()):
+def checkpoint_agent(params, config: Config, play: Play = Play()):
     """The agent of trained `params` with their run `config`, playing as `play` (see
     `load_agent`)."""
     play.check()
-    model = S.model_from_config(config)
+    model = model_from_config(config)
     # the searches work on batches: one state is a batch of one
     batched = lambda f: lambda key, state: f(key, jax.tree.map(lambda x: x[None], state))[0]
     if play.lookahead:
         # under vmap, the whole batch is one lookahead (its candidates scored together)
-        look = functools.partial(S.make_lookahead(model, play.lookahead, play.rolls), params)
+        look = functools.partial(S.lookahead, params, model=model, top_k=play.lookahead,
+                                 rolls=play.rolls)
         return batch_rule(batched(look), lambda keys, states: look(keys[0], states))
     if play.simulations == 0:
         return lambda key, state: N.policy_action(model.net, params, state)
-    own = config["search"]
-    search = S.make_search(model, {**own, "num_simulations": play.simulations,
-                                   "algorithm": play.algorithm or own["algorithm"],
-                                   "max_actions": play.slots or own["max_actions"]},
-                           explore=False)
-    return batched(lambda key, states: search(params, key, states).action)
+    own = config.search
+    search_config = own.replace(num_simulations=play.simulations,
+                                algorithm=play.algorithm or own.algorithm,
+                                max_actions=play.slots or own.max_actions)
+    search = functools.partial(S.search, params, model=model, config=search_config,
+                               explore=False)
+    return batched(lambda key, states: search(key, states).action)
 
 
 @functools.lru_cache(maxsize=16)
-def evaluator(trainer: training.Trainer, opponent: str, games: int, play: Play = Play(),
+def evaluator(config: Config, opponent: str, games: int, play: Play = Play(),
               opponent_play: Play | None = None):
-    """Jitted `(params, key) -> int32[games]` outcomes of `trainer`'s network playing as
-    `play` against `opponent`, a `load_agent` spec (a network opponent plays as its spec's
-    `@PLAY` says, else as `opponent_play`, by default `play`); compiled once per trainer,
-    spec and plays."""
+    """Jitted `(params, key) -> int32[games]` outcomes of a network of the run `config`
+    playing as `play` against `opponent`, a `load_agent` spec (a network opponent plays as
+    its spec's `@PLAY` says, else as `opponent_play`, by default `play`); compiled once per
+    config, spec and plays."""
     other = load_agent(opponent, play if opponent_play is None else opponent_play)
+    env = Trictrac(max_steps=config.env.max_steps)
 
     def evaluate(params, key):
-        agent = checkpoint_agent(params, trainer.config, play)
-        return play_match(trainer.env, agent, other, key, games)
+        return play_match(env, checkpoint_agent(params, config, play), other, key, games)
     match = jax.jit(evaluate)
-    return lambda params, key: match(*jax.device_put((params, key), trainer.replicated))
+    return lambda params, key: match(*training.replicate((params, key)))

@@ -2,9 +2,10 @@
 
 As PureJaxRL's ppo.py: one update (a rollout of `num_steps` steps in each of `num_envs`
 environments, GAE, `update_epochs` epochs of `num_minibatches` minibatch updates of the
-clipped surrogate) is a pure function, and `Trainer.run` scans `updates_per_call` of them
-inside one `jax.jit`; `train/ppo.py` calls it in chunks and writes metrics, checkpoints
-and evaluations between them.
+clipped surrogate) is a pure function (`update`), and `updates` scans
+`training.updates_per_call` of them; `train/ppo.py` calls that inside one `jax.jit` (the
+environment and the config static) and writes metrics, checkpoints and evaluations between
+calls.
 
 The policy is a masked categorical over the 514 actions (`network.masked_logits`), the
 network `network.PolicyValueNet`: a run's networks play wherever the AlphaZero stack's do
@@ -24,14 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import pathlib
-import typing
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
-import yaml
 from flax import struct
 
 from trictrac_jax import wrappers
@@ -39,213 +37,116 @@ from trictrac_jax.az import checkpoint as C
 from trictrac_jax.az import config as config_lib
 from trictrac_jax.az import network as N
 from trictrac_jax.az import training
+from trictrac_jax.az.base import TrainState
+from trictrac_jax.az.config import ConfigError, Section, at_least, in_range, one_of, setting
 from trictrac_jax.env import Trictrac
 
-ConfigError = config_lib.ConfigError
 SELF = "self"  # env.opponent: the run's own past networks
 
 
-# --- configuration ---------------------------------------------------------------------
-# Frozen dataclasses read by attribute; `load_config` checks types and values and names a
-# wrong key (the AlphaZero config's `merge` and `parse_override`).
+# --- configuration: `Section`s, loaded by `config.load_config(..., schema=PPOConfig)` ------
 
-def _key(default, check: Callable[[Any], str | None] | None = None):
-    """A config field: its default and a check returning an error text or None."""
-    return dataclasses.field(default=default, metadata={"check": check})
-
-
-def _at_least(lo):
-    return lambda v: None if v >= lo else f"must be >= {lo}, got {v!r}"
-
-
-def _in_range(lo, hi):
-    return lambda v: None if lo <= v <= hi else f"must be in [{lo}, {hi}], got {v!r}"
-
-
-def _one_of(*choices):
-    return lambda v: None if v in choices else f"must be one of {list(choices)}, got {v!r}"
-
-
-def _positive_numbers(v):
-    bad = [m for m in v if isinstance(m, bool) or not isinstance(m, (int, float)) or m <= 0]
-    return f"must be positive numbers, got {bad}" if bad else None
-
-
-def _names(v):
-    bad = [o for o in v if not isinstance(o, str) or not o]
-    return f"must be agent specs (strings), got {bad}" if bad else None
+@dataclasses.dataclass(frozen=True)
+class RunConfig(Section):
+    dir: str = setting("runs/ppo")
+    seed: int = setting(0)
 
 
 @dataclasses.dataclass(frozen=True)
-class RunConfig:
-    dir: str = "runs/ppo"
-    seed: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class EnvConfig:
-    max_steps: int = _key(1000, _at_least(1))  # decisions before a game is truncated
+class EnvConfig(Section):
+    max_steps: int = setting(1000, at_least(1))  # decisions before a game is truncated
     # "self" (the pool of the run's past networks) or a `players.load_agent` spec
-    opponent: str = _key(SELF, lambda v: None if v else "must not be empty")
+    opponent: str = setting(SELF, lambda v: None if v else "must not be empty")
     # outcome: +1 / -1 when a game is won or lost; points: the score margin gained over each
     # step / margin_scale (`wrappers.SingleAgent`)
-    reward: str = _key("points", _one_of(*wrappers.REWARDS))
-    margin_scale: float = _key(144.0, _at_least(1e-6))
+    reward: str = setting("points", one_of(*wrappers.REWARDS))
+    margin_scale: float = setting(144.0, at_least(1e-6))
 
 
 @dataclasses.dataclass(frozen=True)
-class NetworkConfig:
-    width: int = _key(128, _at_least(8))
-    blocks: int = _key(2, _at_least(0))
+class PPOSettings(Section):
+    num_envs: int = setting(128, at_least(1))  # environments stepped in parallel
+    num_steps: int = setting(32, at_least(1))  # steps of each per update
+    update_epochs: int = setting(4, at_least(1))
+    num_minibatches: int = setting(4, at_least(1))
+    gamma: float = setting(1.0, in_range(0.0, 1.0))
+    gae_lambda: float = setting(0.95, in_range(0.0, 1.0))
+    clip_eps: float = setting(0.2, at_least(0.0))
+    ent_coef: float = setting(0.01, at_least(0.0))
+    vf_coef: float = setting(0.5, at_least(0.0))
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOSettings:
-    num_envs: int = _key(128, _at_least(1))  # environments stepped in parallel
-    num_steps: int = _key(32, _at_least(1))  # steps of each per update
-    update_epochs: int = _key(4, _at_least(1))
-    num_minibatches: int = _key(4, _at_least(1))
-    gamma: float = _key(1.0, _in_range(0.0, 1.0))
-    gae_lambda: float = _key(0.95, _in_range(0.0, 1.0))
-    clip_eps: float = _key(0.2, _at_least(0.0))
-    ent_coef: float = _key(0.01, _at_least(0.0))
-    vf_coef: float = _key(0.5, _at_least(0.0))
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingConfig:
-    updates: int = _key(2000, _at_least(1))  # PPO updates in the run
-    updates_per_call: int = _key(10, _at_least(1))  # scanned in one jitted call
+class TrainingConfig(Section):
+    updates: int = setting(2000, at_least(1))  # PPO updates in the run
+    updates_per_call: int = setting(10, at_least(1))  # scanned in one jitted call
     # the optimiser (`training.make_optimizer`), over all minibatch updates
-    learning_rate: float = _key(3e-4, _at_least(0.0))
-    warmup_updates: int = _key(0, _at_least(0))  # minibatch updates
-    schedule: str = _key("constant", _one_of("cosine", "constant"))
-    weight_decay: float = _key(0.0, _at_least(0.0))
-    max_grad_norm: float = _key(0.5, _at_least(0.0))  # 0: no clipping
-    max_minutes: float = _key(0.0, _at_least(0.0))  # wall-clock budget (0: none)
+    learning_rate: float = setting(3e-4, at_least(0.0))
+    warmup_updates: int = setting(0, at_least(0))  # minibatch updates
+    schedule: str = setting("constant", one_of("cosine", "constant"))
+    weight_decay: float = setting(0.0, at_least(0.0))
+    max_grad_norm: float = setting(0.5, at_least(0.0))  # 0: no clipping
+    max_minutes: float = setting(0.0, at_least(0.0))  # wall-clock budget (0: none)
 
 
 @dataclasses.dataclass(frozen=True)
-class SelfPlayConfig:
-    pool_size: int = _key(8, _at_least(1))  # past networks the opponent is drawn from
-    pool_every: int = _key(10, _at_least(1))  # updates between two entries into the pool
+class SelfPlayConfig(Section):
+    pool_size: int = setting(8, at_least(1))  # past networks the opponent is drawn from
+    pool_every: int = setting(10, at_least(1))  # updates between two entries into the pool
 
 
 @dataclasses.dataclass(frozen=True)
-class EvaluationConfig:
-    every: int = _key(50, _at_least(1))  # updates (at the end of a call)
-    games: int = _key(200, _at_least(2))  # per opponent, half in each seat
-    opponents: tuple = _key(("random",), _names)
+class PPOConfig(Section):
+    """A PPO run's whole configuration (configs/ppo.yaml). `evaluation`, `checkpoint`
+    and `logging` are the AlphaZero run's sections, counted in PPO updates (at the end of
+    a call)."""
 
-
-@dataclasses.dataclass(frozen=True)
-class CheckpointConfig:
-    every: int = _key(50, _at_least(1))  # updates (at the end of a call)
-    keep_last: int = _key(3, _at_least(1))
-    # minutes since the start: the network then goes to RUN_DIR/snapshots/<M>min.msgpack
-    snapshot_minutes: tuple = _key((), _positive_numbers)
-
-
-@dataclasses.dataclass(frozen=True)
-class LoggingConfig:
-    tensorboard: bool = True
-
-
-@dataclasses.dataclass(frozen=True)
-class PPOConfig:
     run: RunConfig = RunConfig()
     env: EnvConfig = EnvConfig()
-    network: NetworkConfig = NetworkConfig()
+    network: config_lib.NetworkConfig = config_lib.NetworkConfig(width=128, blocks=2)
     ppo: PPOSettings = PPOSettings()
     training: TrainingConfig = TrainingConfig()
     selfplay: SelfPlayConfig = SelfPlayConfig()
-    evaluation: EvaluationConfig = EvaluationConfig()
-    checkpoint: CheckpointConfig = CheckpointConfig()
-    logging: LoggingConfig = LoggingConfig()
+    evaluation: config_lib.EvaluationConfig = config_lib.EvaluationConfig(every=50, games=200)
+    checkpoint: config_lib.CheckpointConfig = config_lib.CheckpointConfig(every=50)
+    logging: config_lib.LoggingConfig = config_lib.LoggingConfig()
 
-    def as_dict(self) -> dict:
-        """Plain values (lists for tuples): what a checkpoint and config.yaml hold."""
-        return _plain(dataclasses.asdict(self))
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
-
-
-def _build(cls, values: dict, where: str = ""):
-    """An instance of the config dataclass `cls` from `values` (all its keys), each value
-    checked against its field's type and check; ConfigError names the key."""
-    hints = typing.get_type_hints(cls)
-    fields = {}
-    for f in dataclasses.fields(cls):
-        path, value, kind = f"{where}{f.name}", values[f.name], hints[f.name]
-        if dataclasses.is_dataclass(kind):
-            fields[f.name] = _build(kind, value, path + ".")
-            continue
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if kind is tuple and isinstance(value, list):
-            value = tuple(value)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ConfigError(f"{path}: expected {kind.__name__}, got {value!r}")
-        check = f.metadata.get("check")
-        if check is not None and (problem := check(value)) is not None:
-            raise ConfigError(f"{path}: {problem}")
-        fields[f.name] = value
-    return cls(**fields)
+    def __post_init__(self):
+        super().__post_init__()
+        p, t = self.ppo, self.training
+        if (p.num_envs * p.num_steps) % p.num_minibatches:
+            raise ConfigError(f"ppo.num_minibatches: must divide ppo.num_envs * ppo.num_steps "
+                              f"({p.num_envs * p.num_steps}), got {p.num_minibatches}")
+        if t.updates % t.updates_per_call:
+            raise ConfigError(f"training.updates: must be a multiple of "
+                              f"training.updates_per_call ({t.updates_per_call}), "
+                              f"got {t.updates}")
+        for path, every in (("evaluation.every", self.evaluation.every),
+                            ("checkpoint.every", self.checkpoint.every)):
+            if every % t.updates_per_call:
+                raise ConfigError(f"{path}: must be a multiple of training.updates_per_call "
+                                  f"({t.updates_per_call}), got {every}")
+        if self.evaluation.games % 2:
+            raise ConfigError(f"evaluation.games: must be even (both seats played equally), "
+                              f"got {self.evaluation.games}")
 
 
-def validate(values: dict) -> PPOConfig:
-    """The PPOConfig of `values`, a nested dict of every key; checks the keys between
-    them too. Raises ConfigError naming the key."""
-    config = _build(PPOConfig, values)
-    p, t = config.ppo, config.training
-    if (p.num_envs * p.num_steps) % p.num_minibatches:
-        raise ConfigError(f"ppo.num_minibatches: must divide ppo.num_envs * ppo.num_steps "
-                          f"({p.num_envs * p.num_steps}), got {p.num_minibatches}")
-    if t.updates % t.updates_per_call:
-        raise ConfigError(f"training.updates: must be a multiple of "
-                          f"training.updates_per_call ({t.updates_per_call}), got {t.updates}")
-    for path, every in (("evaluation.every", config.evaluation.every),
-                        ("checkpoint.every", config.checkpoint.every)):
-        if every % t.updates_per_call:
-            raise ConfigError(f"{path}: must be a multiple of training.updates_per_call "
-                              f"({t.updates_per_call}), got {every}")
-    if config.evaluation.games % 2:
-        raise ConfigError(f"evaluation.games: must be even (both seats played equally), "
-                          f"got {config.evaluation.games}")
-    return config
+def load_config(path=None, overrides=(), base=None) -> PPOConfig:
+    """`config.load_config` of a PPOConfig: defaults (or `base`), the YAML file at `path`,
+    then `overrides` ('key=value'); a wrong key or value raises ConfigError naming it."""
+    return config_lib.load_config(path, overrides, base, schema=PPOConfig)
 
 
-def load_config(path=None, overrides=(), base: dict | None = None) -> PPOConfig:
-    """The defaults (or `base`, a dict of every key), updated with the YAML file at `path`,
-    then `overrides` ('key=value' strings); validated."""
-    values = PPOConfig().as_dict() if base is None else base
-    if path is not None:
-        path = pathlib.Path(path)
-        if not path.is_file():
-            raise ConfigError(f"{path}: config file not found")
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML ({e})") from None
-        values = config_lib.merge(values, loaded)
-    for text in overrides:
-        values = config_lib.merge(values, config_lib.parse_override(text))
-    return validate(values)
-
-
-def agent_config(config: PPOConfig) -> dict:
+def agent_config(config: PPOConfig) -> config_lib.Config:
     """The AlphaZero config under which the run's networks play (`players`, `eval.py`): its
-    env and network, and the value target PPO's value learns (discount 1)."""
-    target = "points" if config.env.reward == "points" else "outcome"
-    return config_lib.validate(config_lib.merge(config_lib.defaults(), {
-        "run": {"dir": config.run.dir, "seed": config.run.seed},
-        "env": {"max_steps": config.env.max_steps},
-        "network": {"width": config.network.width, "blocks": config.network.blocks},
-        "selfplay": {"value_target": target, "margin_scale": config.env.margin_scale}}))
+    env and network, the value target PPO's value learns (discount 1), its evaluation."""
+    return config_lib.Config(
+        run=config_lib.RunConfig(dir=config.run.dir, seed=config.run.seed),
+        env=config_lib.EnvConfig(max_steps=config.env.max_steps), network=config.network,
+        selfplay=config_lib.SelfplayConfig(
+            value_target="points" if config.env.reward == "points" else "outcome",
+            margin_scale=config.env.margin_scale),
+        evaluation=config.evaluation)
 
 
 # --- the algorithm ---------------------------------------------------------------------
@@ -266,7 +167,7 @@ class Transition(NamedTuple):
 class PPOState:
     """What a checkpoint holds: the network and its optimiser, and the opponents' pool."""
 
-    train: training.TrainState  # params, opt_state, step (minibatch updates), key
+    train: TrainState  # params, opt_state, step (minibatch updates), key
     pool: Any  # self-play: past networks' params stacked [pool_size, ...]; else None
     pool_entries: jax.Array  # int32, networks entered into the pool (the next replaces
     # entry pool_entries % pool_size)
@@ -361,7 +262,7 @@ def ppo_loss(net: N.PolicyValueNet, p: PPOSettings, params, batch: Transition, a
 
 
 def update_epoch(net: N.PolicyValueNet, optimizer: optax.GradientTransformation,
-                 p: PPOSettings, train: training.TrainState, data, key):
+                 p: PPOSettings, train: TrainState, data, key):
     """(train, metrics [num_minibatches]): one epoch over `data` = (Transition, advantages,
     targets), all [B], shuffled and split into `num_minibatches` minibatch updates."""
     size = data[1].shape[0]
@@ -371,7 +272,7 @@ def update_epoch(net: N.PolicyValueNet, optimizer: optax.GradientTransformation,
         data)
     grad_fn = jax.grad(functools.partial(ppo_loss, net, p), has_aux=True)
 
-    def step(train: training.TrainState, minibatch):
+    def step(train: TrainState, minibatch):
         grads, metrics = grad_fn(train.params, *minibatch)
         updates, opt_state = optimizer.update(grads, train.opt_state, train.params)
         return train.replace(params=optax.apply_updates(train.params, updates),
@@ -380,72 +281,68 @@ def update_epoch(net: N.PolicyValueNet, optimizer: optax.GradientTransformation,
     return jax.lax.scan(step, train, minibatches)
 
 
-class Trainer:
-    """The jitted functions of one run: `init_state`, `init_actors`, and `run`, which
-    scans `updates_per_call` PPO updates. `opponent`: the fixed opponent's agent
-    `(key, state) -> action`, None for self-play (`env.opponent` "self")."""
+def make_env(config: PPOConfig, opponent: Callable | None = None) -> wrappers.SingleAgent:
+    """The run's environment: against `opponent`, an agent `(key, state) -> action`, or
+    for self-play (None, `env.opponent` "self") against the network in `EnvParams`."""
+    if (opponent is None) != (config.env.opponent == SELF):
+        raise ValueError("make_env: an opponent agent, unless env.opponent is 'self'")
+    net = N.make_network(config.network)
+    return wrappers.SingleAgent(network_opponent(net) if opponent is None else opponent,
+                                reward=config.env.reward, margin_scale=config.env.margin_scale,
+                                env=Trictrac(max_steps=config.env.max_steps))
 
-    def __init__(self, config: PPOConfig, opponent: Callable | None = None):
-        if (opponent is None) != (config.env.opponent == SELF):
-            raise ValueError("Trainer: an opponent agent, unless env.opponent is 'self'")
-        self.config = config
-        self.net = N.PolicyValueNet(width=config.network.width, blocks=config.network.blocks)
-        self.self_play = opponent is None
-        self.env = wrappers.SingleAgent(
-            network_opponent(self.net) if self.self_play else opponent,
-            reward=config.env.reward, margin_scale=config.env.margin_scale,
-            env=Trictrac(max_steps=config.env.max_steps))
-        self.optimizer = make_optimizer(config)
-        self.run = jax.jit(self._run, donate_argnums=(0, 1))
-        self.init_actors = jax.jit(self._init_actors)
 
-    def init_state(self, key) -> PPOState:
-        """A fresh network and optimiser, and the pool filled with that network."""
-        return jax.jit(functools.partial(new_state, self.config, self.net, self.optimizer))(key)
+def opponent_params(config: PPOConfig, state: PPOState, key) -> wrappers.EnvParams:
+    """Self-play: the network of the pool the opponent plays, drawn with `key`."""
+    if config.env.opponent != SELF:
+        return wrappers.EnvParams()
+    entry = jax.random.randint(key, (), 0, config.selfplay.pool_size)
+    return wrappers.EnvParams(opponent=jax.tree.map(lambda x: x[entry], state.pool))
 
-    def _init_actors(self, key, state: PPOState) -> Actors:
-        keys = jax.random.split(key, self.config.ppo.num_envs)
-        obs, env_state = jax.vmap(self.env.reset, (0, None))(
-            keys, self._env_params(state, jax.random.fold_in(key, 1)))
-        return Actors(env_state, obs)
 
-    def _env_params(self, state: PPOState, key) -> wrappers.EnvParams:
-        """Self-play: the network of the pool the opponent plays (drawn with `key`)."""
-        if not self.self_play:
-            return wrappers.EnvParams()
-        entry = jax.random.randint(key, (), 0, self.config.selfplay.pool_size)
-        return wrappers.EnvParams(opponent=jax.tree.map(lambda x: x[entry], state.pool))
+def start(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, key) -> Actors:
+    """New episodes in the `ppo.num_envs` environments."""
+    k_reset, k_pool = jax.random.split(key)
+    obs, env_state = jax.vmap(env.reset, (0, None))(
+        jax.random.split(k_reset, config.ppo.num_envs), opponent_params(config, state, k_pool))
+    return Actors(env_state, obs)
 
-    def _run(self, state: PPOState, actors: Actors):
-        """(state, actors, metrics): `updates_per_call` updates; metrics summed (episode
-        counts) or averaged (losses) over them."""
-        (state, actors), metrics = jax.lax.scan(
-            lambda carry, _: self._update(*carry), (state, actors), None,
-            length=self.config.training.updates_per_call)
-        summed = ("episodes", "wins", "return_sum", "length_sum", "truncated")
-        return state, actors, {k: v.sum() if k in summed else v.mean()
-                               for k, v in metrics.items()}
 
-    def _update(self, state: PPOState, actors: Actors):
-        """One PPO update: a rollout, GAE, epochs of minibatch updates, the pool's turn."""
-        p = self.config.ppo
-        key, k_pool, k_roll, k_epochs = jax.random.split(state.train.key, 4)
-        params = state.train.params
-        actors, transitions, stats = rollout(self.env, self.net, params,
-                                             self._env_params(state, k_pool), actors, k_roll,
-                                             p.num_steps)
-        _, last_value = N.apply(self.net, params, actors.obs,
-                                self.env.legal_action_mask(actors.state))
-        advantages, targets = gae(transitions, last_value, p.gamma, p.gae_lambda)
-        flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]),
-                            (transitions, advantages, targets))
-        epoch = functools.partial(update_epoch, self.net, self.optimizer, p)
-        train, metrics = jax.lax.scan(lambda t, k: epoch(t, flat, k), state.train,
-                                      jax.random.split(k_epochs, p.update_epochs))
-        state = state.replace(train=train.replace(key=key), updates=state.updates + 1)
-        if self.self_play:
-            state = enter_pool(state, self.config.selfplay.pool_every)
-        return (state, actors), {**jax.tree.map(jnp.mean, metrics), **stats}
+def update(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, actors: Actors):
+    """One PPO update: a rollout, GAE, epochs of minibatch updates, the pool's turn.
+    Returns (state, actors, metrics)."""
+    p, net = config.ppo, N.make_network(config.network)
+    key, k_pool, k_roll, k_epochs = jax.random.split(state.train.key, 4)
+    params = state.train.params
+    actors, transitions, stats = rollout(env, net, params,
+                                         opponent_params(config, state, k_pool), actors,
+                                         k_roll, p.num_steps)
+    _, last_value = N.apply(net, params, actors.obs, env.legal_action_mask(actors.state))
+    advantages, targets = gae(transitions, last_value, p.gamma, p.gae_lambda)
+    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]),
+                        (transitions, advantages, targets))
+    epoch = functools.partial(update_epoch, net, make_optimizer(config), p)
+    train, metrics = jax.lax.scan(lambda t, k: epoch(t, flat, k), state.train,
+                                  jax.random.split(k_epochs, p.update_epochs))
+    state = state.replace(train=train.replace(key=key), updates=state.updates + 1)
+    if config.env.opponent == SELF:
+        state = enter_pool(state, config.selfplay.pool_every)
+    return state, actors, {**jax.tree.map(jnp.mean, metrics), **stats}
+
+
+SUMMED = ("episodes", "wins", "return_sum", "length_sum", "truncated")  # over a call
+
+
+def updates(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, actors: Actors):
+    """`training.updates_per_call` updates, scanned: (state, actors, metrics), the
+    metrics summed (episode counts, `SUMMED`) or averaged (losses) over them. `env` and
+    `config` are static under `jit`."""
+    def one(carry, _):
+        state, actors, metrics = update(env, config, *carry)
+        return (state, actors), metrics
+    (state, actors), metrics = jax.lax.scan(one, (state, actors), None,
+                                            length=config.training.updates_per_call)
+    return state, actors, {k: v.sum() if k in SUMMED else v.mean() for k, v in metrics.items()}
 
 
 def enter_pool(state: PPOState, every: int) -> PPOState:
@@ -461,28 +358,27 @@ def make_optimizer(config: PPOConfig) -> optax.GradientTransformation:
     """The AlphaZero stack's optimiser (`training.make_optimizer`) over the run's minibatch
     updates."""
     t, p = config.training, config.ppo
-    settings = {k: getattr(t, k) for k in ("learning_rate", "warmup_updates", "schedule",
-                                           "weight_decay", "max_grad_norm")}
-    return training.make_optimizer(settings, t.updates * p.update_epochs * p.num_minibatches)
+    return training.make_optimizer(config_lib.TrainingConfig(
+        iterations=t.updates, updates_per_iteration=p.update_epochs * p.num_minibatches,
+        learning_rate=t.learning_rate, warmup_updates=t.warmup_updates, schedule=t.schedule,
+        weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm))
 
 
-def new_state(config: PPOConfig, net: N.PolicyValueNet, optimizer, key) -> PPOState:
+def new_state(config: PPOConfig, key) -> PPOState:
     """A fresh network and optimiser; the pool (self-play) filled with that network."""
     k_params, k_run = jax.random.split(key)
-    params = N.init_params(net, k_params)
+    params = N.init_params(N.make_network(config.network), k_params)
     size = config.selfplay.pool_size
     pool = jax.tree.map(lambda x: jnp.broadcast_to(x, (size,) + x.shape), params) \
         if config.env.opponent == SELF else None
-    return PPOState(train=training.TrainState(params=params, opt_state=optimizer.init(params),
-                                              step=jnp.int32(0), key=k_run),
+    return PPOState(train=TrainState(params=params, opt_state=make_optimizer(config).init(params),
+                                     step=jnp.int32(0), key=k_run),
                     pool=pool, pool_entries=jnp.int32(0), updates=jnp.int32(0))
 
 
 def abstract_state(config: PPOConfig) -> PPOState:
     """Shapes and dtypes of a run's PPOState, to restore a checkpoint into."""
-    net = N.PolicyValueNet(width=config.network.width, blocks=config.network.blocks)
-    return jax.eval_shape(functools.partial(new_state, config, net, make_optimizer(config)),
-                          jax.random.PRNGKey(0))
+    return jax.eval_shape(functools.partial(new_state, config), jax.random.PRNGKey(0))
 
 
 # --- checkpoints ---------------------------------------------------------------------------
@@ -505,8 +401,7 @@ def is_run(path) -> bool:
 def saved_config(directory, step: int) -> PPOConfig:
     """The validated config of a checkpoint."""
     try:
-        return validate(config_lib.merge(PPOConfig().as_dict(),
-                                         C.restore_config(directory, step)))
+        return load_config(base=C.restore_config(directory, step))
     except ConfigError as e:
         raise C.CheckpointError(f"{directory / str(step)}: its config is invalid ({e})") \
             from None
@@ -529,10 +424,11 @@ def load_params(path, which: str = "best", log=training._to_stderr):
         which = ""
     else:
         step, (params, config) = C.first_intact(directory, load, log, which)
-    log(f"loaded {C.describe(directory, step, config.as_dict(), which)}")
+    log(f"loaded {C.describe(directory, step, config, which)}")
     return params, agent_config(config)
 
 
-__all__ = ["PPOConfig", "load_config", "validate", "agent_config", "Trainer", "PPOState",
-           "Actors", "Transition", "rollout", "gae", "ppo_loss", "update_epoch",
-           "network_opponent", "enter_pool", "is_run", "load_params"]
+__all__ = ["PPOConfig", "load_config", "agent_config", "make_env", "start", "update",
+           "updates", "PPOState", "Actors", "Transition", "rollout", "gae", "ppo_loss",
+           "update_epoch", "network_opponent", "enter_pool", "new_state", "is_run",
+           "load_params"]

@@ -12,29 +12,14 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from trictrac_jax.az.base import Steps
 from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE
 
 
 @struct.dataclass
-class Steps:
-    """Decisions of self-play, leading axes [...] (time, game) or [C] in the buffer."""
-
-    obs: jax.Array  # float32[..., 217], the decision state (mover's view)
-    mask: jax.Array  # bool[..., 514], its legal actions
-    policy: jax.Array  # float32[..., 514], the search policy
-    value: jax.Array  # float32[...], the search's root value (mover's view, minus `base`)
-    mover: jax.Array  # int32[...], colour to move
-    base: jax.Array  # float32[...], the mover's baseline (`search.baseline`)
-    after_obs: jax.Array  # float32[..., 217], the afterstate (view of the player to roll)
-    after_player: jax.Array  # int32[...], colour to roll at the afterstate
-    after_base: jax.Array  # float32[...], that player's baseline at the afterstate
-    after_valid: jax.Array  # bool[...], the afterstate is not terminal (has a value to learn)
-    game: jax.Array  # int32[...], game slot
-    episode: jax.Array  # int32[...], the slot's episode number
-
-
-@struct.dataclass
 class Replay:
+    """The buffer: C stored decisions and the outcome table of G game slots x R rows."""
+
     steps: Steps  # [C]
     filled: jax.Array  # bool[C]
     ptr: jax.Array  # int32[], next write position
@@ -53,9 +38,9 @@ def empty(capacity: int, games: int) -> Replay:
     zeros = lambda *shape, dtype=jnp.float32: jnp.zeros((capacity, *shape), dtype)
     steps = Steps(obs=zeros(OBS_SIZE), mask=zeros(NUM_ACTIONS, dtype=bool),
                   policy=zeros(NUM_ACTIONS), value=zeros(), mover=zeros(dtype=jnp.int32),
-                  base=zeros(),
+                  banked=zeros(),
                   after_obs=zeros(OBS_SIZE), after_player=zeros(dtype=jnp.int32),
-                  after_base=zeros(),
+                  after_banked=zeros(),
                   after_valid=zeros(dtype=bool), game=zeros(dtype=jnp.int32),
                   episode=zeros(dtype=jnp.int32))
     rows = table_rows(capacity, games)
@@ -96,15 +81,15 @@ def ready(replay: Replay):
 
 def sample(replay: Replay, key, shape, bootstrap: float = 0.0):
     """Uniform sample of ready decisions: (Steps [*shape], value target [*shape], afterstate
-    value target [*shape]), the targets being the final utility minus the baseline, clipped
+    value target [*shape]), the targets being the final utility minus the banked margin, clipped
     to [-1, 1]; a decision's target is `bootstrap` x its search value + (1 - `bootstrap`) x
     that. Needs at least one ready decision."""
     weights = ready(replay).astype(jnp.float32)
     idx = jax.random.choice(key, weights.shape[0], shape, p=weights / weights.sum())
     steps = jax.tree.map(lambda x: x[idx], replay.steps)
     utility = outcome(replay, steps.game, steps.episode)[1]
-    target = lambda player, base: jnp.clip(
-        jnp.take_along_axis(utility, player[..., None], -1)[..., 0] - base, -1.0, 1.0)
-    outcome_target = target(steps.mover, steps.base)
+    target = lambda player, banked: jnp.clip(
+        jnp.take_along_axis(utility, player[..., None], -1)[..., 0] - banked, -1.0, 1.0)
+    outcome_target = target(steps.mover, steps.banked)
     value_target = jnp.clip(bootstrap * steps.value + (1 - bootstrap) * outcome_target, -1, 1)
-    return steps, value_target, target(steps.after_player, steps.after_base)
+    return steps, value_target, target(steps.after_player, steps.after_banked)

@@ -1,5 +1,6 @@
-"""The AlphaZero loop's device functions: optimiser, loss, updates, and one iteration of
-self-play, each jitted once and data-parallel over all devices (`jax.sharding`).
+"""The AlphaZero loop's device functions: the optimiser, the loss, a self-play step and a
+training step, pure functions of a run's `Config` (static: jit them with
+`static_argnums=0`, as train/az.py does), data-parallel over all devices (`jax.sharding`).
 
 Batches (games, replay buffer, minibatches) are split over a 1-D mesh axis `data`; the
 parameters and optimiser state are replicated, so XLA all-reduces the gradients.
@@ -7,7 +8,6 @@ parameters and optimiser state are replicated, so XLA all-reduces the gradients.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 
@@ -23,14 +23,9 @@ from trictrac_jax.az import network as N
 from trictrac_jax.az import replay as R
 from trictrac_jax.az import search as S
 from trictrac_jax.az import selfplay
-
-
-@struct.dataclass
-class TrainState:
-    params: dict
-    opt_state: optax.OptState
-    step: jax.Array  # int32, optimiser updates so far
-    key: jax.Array  # uint32[2], the run's RNG (a raw key, checkpointable)
+from trictrac_jax.az.base import Actors, Params, Steps, TrainState
+from trictrac_jax.az.config import Config, TrainingConfig
+from trictrac_jax.az.model import model_from_config
 
 
 # Launchers whose processes jax.distributed finds by itself: the variable each sets to the
@@ -74,7 +69,16 @@ def maybe_init_distributed():
 
 
 def make_mesh() -> Mesh:
+    """All devices on one axis, `data`."""
     return Mesh(jax.devices(), ("data",))
+
+
+def replicate(tree):
+    """`tree` on every device, put there from the host: with several processes, a jax
+    array of this process put on all processes' devices is broken (jax 0.10.2: orbax
+    cannot save it); a numpy array is not. Keys and parameters are placed so, wherever
+    they were made, so that each jitted function compiles once."""
+    return jax.device_put(jax.device_get(tree), NamedSharding(make_mesh(), P()))
 
 
 def shard_leading(tree, mesh: Mesh):
@@ -86,20 +90,24 @@ def shard_leading(tree, mesh: Mesh):
     return jax.tree.map(constrain, tree)
 
 
-def make_optimizer(tc: dict, total_updates: int) -> optax.GradientTransformation:
-    warmup = min(tc["warmup_updates"], max(total_updates - 1, 0))
-    if tc["schedule"] == "cosine":
-        lr = optax.warmup_cosine_decay_schedule(0.0, tc["learning_rate"], warmup,
+def make_optimizer(tc: TrainingConfig) -> optax.GradientTransformation:
+    """AdamW with warmup and a cosine (or constant) schedule over the run's updates, after
+    clipping the gradients' global norm."""
+    total_updates = tc.iterations * tc.updates_per_iteration
+    warmup = min(tc.warmup_updates, max(total_updates - 1, 0))
+    if tc.schedule == "cosine":
+        lr = optax.warmup_cosine_decay_schedule(0.0, tc.learning_rate, warmup,
                                                 max(total_updates, warmup + 1),
-                                                end_value=0.1 * tc["learning_rate"])
+                                                end_value=0.1 * tc.learning_rate)
     else:
-        lr = optax.join_schedules([optax.linear_schedule(0.0, tc["learning_rate"], warmup),
-                                   optax.constant_schedule(tc["learning_rate"])], [warmup])
-    clip = [optax.clip_by_global_norm(tc["max_grad_norm"])] if tc["max_grad_norm"] > 0 else []
-    return optax.chain(*clip, optax.adamw(lr, weight_decay=tc["weight_decay"]))
+        lr = optax.join_schedules([optax.linear_schedule(0.0, tc.learning_rate, warmup),
+                                   optax.constant_schedule(tc.learning_rate)], [warmup])
+    clip = [optax.clip_by_global_norm(tc.max_grad_norm)] if tc.max_grad_norm > 0 else []
+    return optax.chain(*clip, optax.adamw(lr, weight_decay=tc.weight_decay))
 
 
-def loss_fn(net: N.PolicyValueNet, value_weight: float, params, steps: R.Steps, z, z_after):
+def loss_fn(net: N.PolicyValueNet, value_weight: float, params: Params, steps: Steps, z,
+            z_after):
     """Policy cross-entropy to the search policy + value_weight * value MSE, the value
     learned on decision states (target z) and on non-terminal afterstates (z_after).
     Shapes: steps [B], z [B], z_after [B]. Returns (loss, metrics)."""
@@ -118,130 +126,99 @@ def loss_fn(net: N.PolicyValueNet, value_weight: float, params, steps: R.Steps, 
                   "policy_kl": policy_loss - entropy}
 
 
-class Trainer:
-    """Builds the jitted functions of one run from its config."""
+# --- the training state ------------------------------------------------------------------
 
-    def __init__(self, config: dict):
-        self.config = config
-        self.model = S.model_from_config(config)
-        self.env, self.net = self.model.env, self.model.net
-        tc = config["training"]
-        self.search = S.make_search(self.model, config["search"], explore=True)
-        self.optimizer = make_optimizer(tc, tc["iterations"] * tc["updates_per_iteration"])
-        self.mesh = make_mesh()
-        self.replicated = NamedSharding(self.mesh, P())
-        self.init_games = jax.jit(self._init_games)
-        self._selfplay_jit = jax.jit(self._selfplay, donate_argnums=(1, 2))
-        self._train_jit = jax.jit(self._train, donate_argnums=(0,))
-
-    # Keys are placed like the parameters, wherever they were made, so that each function
-    # compiles once.
-
-    def selfplay(self, params, actors, buffer: R.Replay, key):
-        """Play `steps_per_iteration` decisions in every game; store them.
-        Returns (actors, buffer, stats)."""
-        return self._selfplay_jit(params, actors, buffer, jax.device_put(key, self.replicated))
-
-    def train(self, state: TrainState, buffer: R.Replay, key):
-        """`updates_per_iteration` updates on minibatches sampled from the ready decisions.
-        Returns (state, mean metrics)."""
-        return self._train_jit(state, buffer, jax.device_put(key, self.replicated))
-
-    # --- state ---------------------------------------------------------------------------
-
-    def _new_state(self, key) -> TrainState:
-        k_params, k_run = jax.random.split(key)
-        params = N.init_params(self.net, k_params)
-        return TrainState(params=params, opt_state=self.optimizer.init(params),
-                          step=jnp.int32(0), key=k_run)
-
-    def _replicate(self, tree):
-        """`tree` on every device, put there from the host: with several processes, a jax
-        array of this process put on all processes' devices is broken (jax 0.10.2: orbax
-        cannot save it); a numpy array is not."""
-        return jax.device_put(jax.device_get(tree), self.replicated)
-
-    def init_state(self, key) -> TrainState:
-        return self._replicate(self._new_state(key))
-
-    def warm_state(self, state: TrainState, params) -> TrainState:
-        """`state` with the network `params` and a fresh optimiser for them. `params` has the
-        config's width and as many blocks or fewer: the extra ones start as the identity
-        (`network.deepen`)."""
-        fresh = jax.device_get(state.params)
-        params = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype),
-                              N.deepen(params, fresh), fresh)
-        return self._replicate(state.replace(params=params,
-                                             opt_state=self.optimizer.init(params)))
-
-    def abstract_state(self) -> TrainState:
-        """Shapes, dtypes and shardings of a TrainState, to restore a checkpoint into."""
-        shapes = jax.eval_shape(self._new_state, jax.random.PRNGKey(0))
-        return jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=self.replicated), shapes)
-
-    def _init_games(self, key):
-        """(Actors, Replay): fresh games and an empty buffer, split over the devices."""
-        sp, rc = self.config["selfplay"], self.config["replay"]
-        actors = selfplay.start(self.env, key, sp["batch_size"])
-        buffer = R.empty(rc["capacity"], sp["batch_size"])
-        return shard_leading((actors, buffer), self.mesh)
-
-    # --- one iteration -------------------------------------------------------------------
-
-    def _selfplay(self, params, actors, buffer: R.Replay, key):
-        steps = self.config["selfplay"]["steps_per_iteration"]
-        actors, played = selfplay.play(self.env, self.search, self.model.utility,
-                                       self.model.baseline, params, key, actors, steps)
-        buffer = R.add(buffer, played.steps, played.done, played.utility)
-        finished = jnp.sum(played.done)
-        stats = {
-            "games": finished,
-            "decisions": jnp.int32(played.done.size),
-            "mean_game_length": jnp.sum(jnp.where(played.done, played.length, 0))
-            / jnp.maximum(finished, 1),
-            "truncated": jnp.sum(played.done & ~played.won),
-            "ready": jnp.sum(R.ready(buffer)),
-        }
-        actors, buffer = shard_leading((actors, buffer), self.mesh)
-        return actors, buffer, stats
-
-    def _train(self, state: TrainState, buffer: R.Replay, key):
-        tc = self.config["training"]
-        steps, z, z_after = R.sample(buffer, key, (tc["updates_per_iteration"],
-                                                    tc["batch_size"]),
-                                     self.config["replay"]["bootstrap"])
-        grad_fn = jax.grad(functools.partial(loss_fn, self.net, tc["value_weight"]),
-                           has_aux=True)
-
-        def update(state: TrainState, batch):
-            batch = shard_leading(batch, self.mesh)
-            grads, metrics = grad_fn(state.params, *batch)
-            updates, opt_state = self.optimizer.update(grads, state.opt_state, state.params)
-            params = optax.apply_updates(state.params, updates)
-            return state.replace(params=params, opt_state=opt_state, step=state.step + 1), \
-                metrics
-
-        state, metrics = jax.lax.scan(update, state, (steps, z, z_after))
-        return state, jax.tree.map(jnp.mean, metrics)
+def new_state(config: Config, key) -> TrainState:
+    """A fresh network and optimiser (on the default device; `init_state` replicates it)."""
+    k_params, k_run = jax.random.split(key)
+    params = N.init_params(N.make_network(config.network), k_params)
+    return TrainState(params=params, opt_state=make_optimizer(config.training).init(params),
+                      step=jnp.int32(0), key=k_run)
 
 
-@functools.lru_cache(maxsize=2)
-def _cached_trainer(config_json: str) -> Trainer:
-    return Trainer(json.loads(config_json))
+def init_state(config: Config, key) -> TrainState:
+    """A fresh training state, on every device."""
+    return replicate(new_state(config, key))
 
 
-def trainer_for(config: dict) -> Trainer:
-    """The Trainer of `config`, shared within the process: resuming or evaluating the same
-    run again reuses its compiled functions."""
-    return _cached_trainer(json.dumps(config, sort_keys=True))
+def warm_state(config: Config, state: TrainState, params: Params) -> TrainState:
+    """`state` with the network `params` and a fresh optimiser for them. `params` has the
+    config's width and as many blocks or fewer: the extra ones start as the identity
+    (`network.deepen`)."""
+    fresh = jax.device_get(state.params)
+    params = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype),
+                          N.deepen(params, fresh), fresh)
+    return replicate(state.replace(params=params,
+                                   opt_state=make_optimizer(config.training).init(params)))
 
 
-def saved_config(directory, step: int) -> dict:
+def abstract_state(config: Config) -> TrainState:
+    """Shapes, dtypes and shardings of a TrainState, to restore a checkpoint into."""
+    shapes = jax.eval_shape(functools.partial(new_state, config), jax.random.PRNGKey(0))
+    replicated = NamedSharding(make_mesh(), P())
+    return jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=replicated), shapes)
+
+
+# --- one iteration: self-play, then updates ---------------------------------------------
+
+def start_games(config: Config, key, mesh: Mesh | None = None) -> tuple[Actors, R.Replay]:
+    """Fresh games and an empty buffer, split over the devices of `mesh` (default: all,
+    `make_mesh`)."""
+    sp = config.selfplay
+    actors = selfplay.start(model_from_config(config).env, key, sp.batch_size)
+    buffer = R.empty(config.replay.capacity, sp.batch_size)
+    return shard_leading((actors, buffer), mesh or make_mesh())
+
+
+def selfplay_step(config: Config, params: Params, actors: Actors, buffer: R.Replay, key,
+                  mesh: Mesh | None = None):
+    """Play `selfplay.steps_per_iteration` decisions in every game with the run's search
+    (exploring); store them. Returns (actors, buffer, stats)."""
+    model = model_from_config(config)
+    search_fn = functools.partial(S.search, model=model, config=config.search, explore=True)
+    actors, played = selfplay.play(params, key, actors, model=model, search_fn=search_fn,
+                                   steps=config.selfplay.steps_per_iteration)
+    buffer = R.add(buffer, played.steps, played.done, played.utility)
+    finished = jnp.sum(played.done)
+    stats = {
+        "games": finished,
+        "decisions": jnp.int32(played.done.size),
+        "mean_game_length": jnp.sum(jnp.where(played.done, played.length, 0))
+        / jnp.maximum(finished, 1),
+        "truncated": jnp.sum(played.done & ~played.won),
+        "ready": jnp.sum(R.ready(buffer)),
+    }
+    actors, buffer = shard_leading((actors, buffer), mesh or make_mesh())
+    return actors, buffer, stats
+
+
+def train_step(config: Config, state: TrainState, buffer: R.Replay, key,
+               mesh: Mesh | None = None):
+    """`training.updates_per_iteration` updates on minibatches sampled from the ready
+    decisions. Returns (state, mean metrics)."""
+    tc = config.training
+    net, optimizer = N.make_network(config.network), make_optimizer(tc)
+    mesh = mesh or make_mesh()
+    steps, z, z_after = R.sample(buffer, key, (tc.updates_per_iteration, tc.batch_size),
+                                 config.replay.bootstrap)
+    grad_fn = jax.grad(functools.partial(loss_fn, net, tc.value_weight), has_aux=True)
+
+    def update(state: TrainState, batch):
+        batch = shard_leading(batch, mesh)
+        grads, metrics = grad_fn(state.params, *batch)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics
+
+    state, metrics = jax.lax.scan(update, state, (steps, z, z_after))
+    return state, jax.tree.map(jnp.mean, metrics)
+
+
+def saved_config(directory, step: int) -> Config:
     """The validated config of a checkpoint."""
     try:
-        return config_lib.validate(config_lib.merge(config_lib.defaults(),
-                                                    C.restore_config(directory, step)))
+        return config_lib.load_config(base=C.restore_config(directory, step))
     except config_lib.ConfigError as e:
         raise C.CheckpointError(f"{directory / str(step)}: its config is invalid ({e})") \
             from None
@@ -251,9 +228,9 @@ def _to_stderr(line: str):
     print(line, file=sys.stderr, flush=True)
 
 
-def restore_state(directory, step: int, config: dict) -> TrainState:
-    """A checkpoint's training state, placed as `config`'s trainer places it."""
-    return C.restore_state(directory, step, trainer_for(config).abstract_state())
+def restore_state(directory, step: int, config: Config) -> TrainState:
+    """A checkpoint's training state, replicated on every device."""
+    return C.restore_state(directory, step, abstract_state(config))
 
 
 def load_params(path, which: str = "best", log=_to_stderr):

@@ -28,15 +28,15 @@ import numpy as np
 import trictrac_jax as tt
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
-from trictrac_jax import scoring as S
+from trictrac_jax import scoring
 from trictrac_jax.agents import random_agent
+from trictrac_jax.arrays import select_tree
 from trictrac_jax.lanes import game_minor
 from trictrac_jax.state import TS_HOLD_OR_GO
 from trictrac_jax.tools import bench_gpu, gpu_report
 from trictrac_jax.tools.measure import (BACKGAMMON, TRICTRAC, available_envs, code_version,
                                         fastest_calls, game_lengths, in_fresh_process, log,
-                                        make_env, measure_search, measure_selfplay, table,
-                                        where_batch)
+                                        make_env, measure_search, measure_selfplay, table)
 
 FULL_BATCHES = (1, 64, 256, 1024, 4096, 16384)
 QUICK_BATCHES = (1, 64, 256)
@@ -130,8 +130,8 @@ def mid_game_inputs(env, batch, steps, key):
         k_act, k_step, k_new = jax.random.split(k, 3)
         actions = jax.vmap(random_agent)(jax.random.split(k_act, batch), states)
         states = step(states, actions, jax.random.split(k_step, batch))
-        states = where_batch(states.terminated | states.truncated,
-                              init(jax.random.split(k_new, batch)), states)
+        states = select_tree(states.terminated | states.truncated,
+                             init(jax.random.split(k_new, batch)), states)
     k_act, k_out, k_keys = jax.random.split(k_last, 3)
     actions = jax.vmap(random_agent)(jax.random.split(k_act, batch), states)
     return Inputs(states, actions, jax.jit(jax.vmap(env.step_deterministic))(states, actions),
@@ -146,8 +146,8 @@ def components(env):
 
     # game-minor under vmap, as the engine runs them (see lanes.py)
     legal = game_minor(lambda v, dice: M.move_lists(v, dice).legal)
-    points = game_minor(lambda v, dice, count: S.roll_jans(v, dice, count,
-                                                           S.roll_lists(v, dice)).points)
+    points = game_minor(lambda v, dice, count: scoring.roll_jans(
+        v, dice, count, scoring.roll_lists(v, dice)).points)
 
     def jans(x):
         roll_count = x.states._dice_roll_count[x.states.current_player]
@@ -212,7 +212,7 @@ def search_section(rows):
          f"{r['moves_per_s']:,.0f}") for r in rows])
     return "\n\n".join([
         "## Self-play with search",
-        "Moves per second of `Trainer.selfplay` (mctx search with the engine as model, no "
+        "Moves per second of `training.selfplay_step` (mctx search with the engine as model, no "
         "network updates): the quick config's network (128 x 2, untrained), 32 moves per "
         "call in each game, the fastest of at least 3 calls after compilation. `gumbel` is "
         "Gumbel MuZero with sampled dice, `stochastic` stochastic MuZero with the dice as "

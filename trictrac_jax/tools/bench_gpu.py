@@ -11,7 +11,7 @@
 3. the split of one search of configs/base.yaml's self-play: the search's own bookkeeping
    (mctx with a model of zeros at the search's action width), the engine steps and the
    network evaluations it makes, each timed alone, and the whole search;
-4. self-play moves/s (`Trainer.selfplay`) by games, simulations and algorithm.
+4. self-play moves/s (`training.selfplay_step`) by games, simulations and algorithm.
 
 Rows that would start after `--budget-seconds` are skipped (noted). The report is printed,
 its last section a table, and written as markdown to `--output` (default
@@ -34,7 +34,9 @@ import trictrac_jax as tt
 from trictrac_jax.tools import measure
 from trictrac_jax.az import config as C
 from trictrac_jax.az import network as N
+from trictrac_jax.az import search as S
 from trictrac_jax.az import training as T
+from trictrac_jax.az.model import model_from_config
 
 BASE_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "base.yaml"
 WITH_RESETS, PLAIN = "with resets", "plain"
@@ -65,7 +67,7 @@ def base_config(games=None, simulations=None, algorithm=None, moves=1):
     """configs/base.yaml with the given games, simulations and algorithm, `moves` decisions
     per self-play call and a replay buffer of one call."""
     config = C.load_config(BASE_CONFIG)
-    games = games or config["selfplay"]["batch_size"]
+    games = games or config.selfplay.batch_size
     overrides = [f"selfplay.batch_size={games}", f"selfplay.steps_per_iteration={moves}",
                  f"replay.capacity={games * moves}", "replay.min_size=1"]
     if simulations:
@@ -159,12 +161,12 @@ def random_play(names, sizes, budget):
 def trivial_search(config, games):
     """`key -> actions`: the config's mctx search over a model of zeros (no engine, no
     network) at the search's action width: the search's own bookkeeping."""
-    s = config["search"]
-    width = s["max_actions"]
+    s = config.search
+    width = s.max_actions
     zeros = lambda *shape: jnp.zeros((games,) + shape, jnp.float32)
     discount = jnp.full(games, -1.0)  # the player to move changes
     root = mctx.RootFnOutput(prior_logits=zeros(width), value=zeros(), embedding=zeros())
-    if s["algorithm"] == "stochastic":
+    if s.algorithm == "stochastic":
         def decision_fn(params, key, action, embedding):
             return mctx.DecisionRecurrentFnOutput(chance_logits=zeros(tt.NUM_CHANCE_OUTCOMES),
                                                   afterstate_value=zeros()), embedding
@@ -174,34 +176,34 @@ def trivial_search(config, games):
                                                 reward=zeros(), discount=discount), embedding
 
         return lambda key: mctx.stochastic_muzero_policy(
-            (), key, root, decision_fn, chance_fn, num_simulations=s["num_simulations"],
-            dirichlet_fraction=s["dirichlet_fraction"], dirichlet_alpha=s["dirichlet_alpha"],
-            pb_c_init=s["pb_c_init"], temperature=s["temperature"]).action
+            (), key, root, decision_fn, chance_fn, num_simulations=s.num_simulations,
+            dirichlet_fraction=s.dirichlet_fraction, dirichlet_alpha=s.dirichlet_alpha,
+            pb_c_init=s.pb_c_init, temperature=s.temperature).action
 
     def recurrent_fn(params, key, action, embedding):
         return mctx.RecurrentFnOutput(reward=zeros(), discount=discount,
                                       prior_logits=zeros(width), value=zeros()), embedding
 
     return lambda key: mctx.gumbel_muzero_policy(
-        (), key, root, recurrent_fn, num_simulations=s["num_simulations"],
-        max_num_considered_actions=s["max_num_considered_actions"]).action
+        (), key, root, recurrent_fn, num_simulations=s.num_simulations,
+        max_num_considered_actions=s.max_num_considered_actions).action
 
 
 def evaluations_per_search(config):
     """Network evaluations of one search: the root, then one per simulation (Gumbel) or two
     (stochastic: the afterstate and the next state, as mctx computes both every time)."""
-    s = config["search"]
-    return 1 + s["num_simulations"] * (2 if s["algorithm"] == "stochastic" else 1)
+    s = config.search
+    return 1 + s.num_simulations * (2 if s.algorithm == "stochastic" else 1)
 
 
 def split(config, steps, min_seconds):
     """[(part, count, seconds of one, seconds of the part in one search)] and the search's
     seconds, at the config's games, on states after about `MID_GAME_STEPS` random steps
     (plain loops of `steps`)."""
-    games, sims = config["selfplay"]["batch_size"], config["search"]["num_simulations"]
-    trainer = T.Trainer(config)
-    env, net = trainer.env, trainer.net
-    params = trainer.init_state(jax.random.PRNGKey(0)).params
+    games, sims = config.selfplay.batch_size, config.search.num_simulations
+    model = model_from_config(config)
+    env, net = model.env, model.net
+    params = T.init_state(config, jax.random.PRNGKey(0)).params
     states = new_games(env, games, jax.random.PRNGKey(1))
     for k in jax.random.split(jax.random.PRNGKey(2), max(1, MID_GAME_STEPS // steps)):
         states = plain_run(measure.TRICTRAC, steps)(states, k)
@@ -214,7 +216,7 @@ def split(config, steps, min_seconds):
         return jax.vmap(env.chance_step)(jax.vmap(env.step_deterministic)(s, a), o)
 
     parts = [("search bookkeeping (mctx, model of zeros, width "
-              f"{config['search']['max_actions']})", 1, trivial_search(config, games), (key,)),
+              f"{config.search.max_actions})", 1, trivial_search(config, games), (key,)),
              ("engine (`step_deterministic` + `chance_step`)", sims, engine,
               (states, actions, outcomes)),
              ("network (`network.apply`)", evaluations_per_search(config),
@@ -226,22 +228,23 @@ def split(config, steps, min_seconds):
         seconds = timed(jax.jit(fn), *args, min_seconds=min_seconds)[1]
         rows.append((name, count, seconds, count * seconds))
     measure.log("split: the whole search")
-    search_s = timed(jax.jit(trainer.search), params, key, states, min_seconds=min_seconds)[1]
+    search = functools.partial(S.search, model=model, config=config.search, explore=True)
+    search_s = timed(jax.jit(search), params, key, states, min_seconds=min_seconds)[1]
     return rows, search_s
 
 
 def split_record(config, rows, search_s):
     """The split as JSON: setting, parts (their shares of the search) and the rest."""
-    s = config["search"]
+    s = config.search
     parts = [{"part": name, "calls": count, "seconds_per_call": one, "seconds": total,
               "share": total / search_s} for name, count, one, total in rows]
     rest = search_s - sum(p["seconds"] for p in parts)
     parts.append({"part": "rest (the tree's State embeddings, glue; negative: overlap)",
                   "calls": None, "seconds_per_call": None, "seconds": rest,
                   "share": rest / search_s})
-    return {"games": config["selfplay"]["batch_size"], "algorithm": s["algorithm"],
-            "simulations": s["num_simulations"], "width": config["search"]["max_actions"],
-            "network": f"{config['network']['width']} x {config['network']['blocks']}",
+    return {"games": config.selfplay.batch_size, "algorithm": s.algorithm,
+            "simulations": s.num_simulations, "width": s.max_actions,
+            "network": f"{config.network.width} x {config.network.blocks}",
             "search_seconds": search_s, "parts": parts}
 
 
@@ -302,7 +305,7 @@ def split_section(split):
         f"{split['algorithm']}, {split['simulations']} simulations, network "
         f"{split['network']})", "",
         "Each part timed alone on the same mid-game states, times the calls that one search "
-        "makes; shares of the whole search (`Trainer.search`, "
+        "makes; shares of the whole search (`search.search`, "
         f"{split['search_seconds'] * 1e3:,.1f} ms).", "",
         measure.table(("part", "calls", "ms per call", "ms per search", "share"), [
             (p["part"], "" if p["calls"] is None else p["calls"],
@@ -313,7 +316,7 @@ def split_section(split):
 def selfplay_section(rows, moves):
     return "\n".join([
         "## Self-play with search", "",
-        "Moves/s of `Trainer.selfplay` (base.yaml's network, untrained; "
+        "Moves/s of `training.selfplay_step` (base.yaml's network, untrained; "
         f"{moves} decisions per game per call).", "",
         measure.table(("games", "simulations", "search", "compile s", "moves/s"), [
             (r["games"], r["simulations"], r["algorithm"], f"{r['compile_s']:.1f}",

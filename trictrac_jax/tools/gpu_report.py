@@ -19,13 +19,14 @@ docs/benchmarks.md with the GPU and the commit.
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh
 
 from trictrac_jax.az import config as C
 from trictrac_jax.az import training as T
@@ -56,30 +57,28 @@ def random_play(env, games: int, steps: int = RANDOM_STEPS):
     return run
 
 
-def trainer_on(target: G.Target, config=BASE_CONFIG, overrides=()) -> T.Trainer:
-    """The Trainer of `config` (with `overrides`), its mesh on `target`'s device."""
-    trainer = T.Trainer(C.load_config(config, list(overrides)))
-    trainer.mesh = Mesh([G.device(target)], ("data",))
-    trainer.replicated = NamedSharding(trainer.mesh, P())
-    return trainer
 
 
 SELFPLAY_LOOP = "selfplay.py:play"  # `gpu_program.Loop.where` of the self-play decisions
 
 
-def iteration_program(trainer: T.Trainer, target: G.Target = G.H100):
-    """One training iteration of `trainer`'s config: self-play, then the updates. Returns
-    the iteration's `Program` and that of one self-play decision of every game (an
-    iteration of its self-play loop: a search, then the step), read from the same compiled
-    program: a search compiled apart costs as long again."""
+def iteration_program(config: C.Config, target: G.Target = G.H100):
+    """One training iteration of `config`: self-play, then the updates, on `target`'s
+    device. Returns the iteration's `Program` and that of one self-play decision of every
+    game (an iteration of its self-play loop: a search, then the step), read from the same
+    compiled program: a search compiled apart costs as long again."""
+    mesh = Mesh([G.device(target)], ("data",))
+
     def iteration(state, actors, buffer, key):
         k_play, k_train = jax.random.split(key)
-        actors, buffer, stats = trainer._selfplay(state.params, actors, buffer, k_play)
-        state, metrics = trainer._train(state, buffer, k_train)
+        actors, buffer, stats = T.selfplay_step(config, state.params, actors, buffer, k_play,
+                                                mesh=mesh)
+        state, metrics = T.train_step(config, state, buffer, k_train, mesh=mesh)
         return state, actors, buffer, stats, metrics
 
-    state = jax.eval_shape(trainer.init_state, jax.random.PRNGKey(0))
-    actors, buffer = jax.eval_shape(trainer._init_games, jax.random.PRNGKey(1))
+    state = jax.eval_shape(functools.partial(T.new_state, config), jax.random.PRNGKey(0))
+    actors, buffer = jax.eval_shape(functools.partial(T.start_games, config, mesh=mesh),
+                                    jax.random.PRNGKey(1))
     compiled = G.compile_for(target, iteration, state, actors, buffer, jax.random.PRNGKey(2),
                              donate_argnums=(0, 1, 2))
     (decision,) = [loop.body for loop in G.loops(compiled) if loop.where == SELFPLAY_LOOP]
@@ -212,17 +211,17 @@ CALIBRATION = [
 ]
 
 
-def searched(config: dict) -> str:
-    s = config["search"]
-    return (f"{config['selfplay']['batch_size']:,} games, {s['num_simulations']} simulations, "
-            f"{s['algorithm']}, {s['max_actions']} action slots")
+def searched(config: C.Config) -> str:
+    s = config.search
+    return (f"{config.selfplay.batch_size:,} games, {s.num_simulations} simulations, "
+            f"{s.algorithm}, {s.max_actions} action slots")
 
 
-def iterated(config: dict) -> str:
-    sp, tc = config["selfplay"], config["training"]
-    return (f"{sp['steps_per_iteration']} self-play decisions of {sp['batch_size']:,} games (a "
-            f"search each), then {tc['updates_per_iteration']} updates of "
-            f"{tc['batch_size']:,} decisions, replay capacity {config['replay']['capacity']:,}")
+def iterated(config: C.Config) -> str:
+    sp, tc = config.selfplay, config.training
+    return (f"{sp.steps_per_iteration} self-play decisions of {sp.batch_size:,} games (a "
+            f"search each), then {tc.updates_per_iteration} updates of "
+            f"{tc.batch_size:,} decisions, replay capacity {config.replay.capacity:,}")
 
 
 def run(args, command) -> dict:
@@ -235,28 +234,28 @@ def run(args, command) -> dict:
     names, notes = measure.available_envs(args.no_pgx)
     games = args.h100_games or list(GAMES)
     rows = random_rows(names, games, measure.log)
-    trainer = trainer_on(G.H100)
-    sp = trainer.config["selfplay"]
+    config = C.load_config(BASE_CONFIG)
+    sp = config.selfplay
     measure.log("one training iteration of configs/base.yaml (its searches inside)")
-    iteration, decision = iteration_program(trainer)
-    search = program_record(decision, sp["batch_size"]) | {"memory_gb": None}  # the loop's
-    iteration = program_record(iteration, sp["batch_size"] * sp["steps_per_iteration"])
-    tpu_trainer = trainer_on(G.TPU_V5E, TPU_CONFIG)
+    iteration, decision = iteration_program(config)
+    search = program_record(decision, sp.batch_size) | {"memory_gb": None}  # the loop's
+    iteration = program_record(iteration, sp.batch_size * sp.steps_per_iteration)
+    tpu_config = C.load_config(TPU_CONFIG)
     measure.log("configs/tpu.yaml for a TPU v5e: one training iteration")
     # A TPU compile takes minutes at large batches: the smallest game count only, and the
     # training iteration alone (its searches are inside it).
     tpu = {"random_play": random_rows(names, [min(games)], measure.log, G.TPU_V5E),
-           "iteration": tpu_record(iteration_program(tpu_trainer, G.TPU_V5E)[0]),
-           "searches": tpu_trainer.config["selfplay"]["steps_per_iteration"],
-           "iteration_what": iterated(tpu_trainer.config)}
+           "iteration": tpu_record(iteration_program(tpu_config, G.TPU_V5E)[0]),
+           "searches": tpu_config.selfplay.steps_per_iteration,
+           "iteration_what": iterated(tpu_config)}
     result = {
         "command": command, "code": measure.code_version(), "jax": jax.__version__,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "random_play": rows, "search": search, "iteration": iteration, "tpu": tpu,
-        "notes": notes, "search_what": searched(trainer.config) + ": one self-play decision "
+        "notes": notes, "search_what": searched(config) + ": one self-play decision "
         "of every game (a search, then the step), read from the training iteration's "
         "program (one iteration of its self-play loop; device memory: the iteration's).",
-        "iteration_what": iterated(trainer.config) + ".",
+        "iteration_what": iterated(config) + ".",
         "model": G.H100_MODEL._asdict()}
     result["seconds"] = time.perf_counter() - start
     result["load"] = (load_at_start, os.getloadavg()[0])

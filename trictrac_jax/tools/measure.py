@@ -18,6 +18,7 @@ import jax.numpy as jnp
 
 import trictrac_jax as tt
 from trictrac_jax.agents import random_agent
+from trictrac_jax.arrays import select_tree
 from trictrac_jax.az import config as C
 from trictrac_jax.az import training as T
 
@@ -41,12 +42,6 @@ def make_env(name):
     return pgx.make("backgammon")
 
 
-def where_batch(pred, a, b):
-    """Per game of a batch: the leaves of `a` where `pred` [batch], else those of `b`."""
-    return jax.tree.map(lambda x, y: jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - 1)),
-                                               x, y), a, b)
-
-
 def _random_step(env, states, key):
     """One batched random step: the uniform legal action, then `env.step` with its dice key."""
     batch = states.current_player.shape[0]
@@ -61,7 +56,7 @@ def selfplay(env, steps):
         k_step, k_init = jax.random.split(key)
         states = _random_step(env, states, k_step)
         fresh = jax.vmap(env.init)(jax.random.split(k_init, states.current_player.shape[0]))
-        return where_batch(states.terminated | states.truncated, fresh, states), None
+        return select_tree(states.terminated | states.truncated, fresh, states), None
 
     def run(states, key):
         return jax.lax.scan(body, states, jax.random.split(key, steps))[0]
@@ -145,22 +140,22 @@ def measure_search(algorithm, simulations, games, min_seconds):
 
 
 def selfplay_rate(config, min_seconds):
-    """{compile_s, moves_per_s} of `Trainer.selfplay` of `config` (untrained network): the
-    fastest of at least 3 calls after compilation."""
-    trainer = T.Trainer(config)
-    params = trainer.init_state(jax.random.PRNGKey(0)).params
-    actors, buffer = trainer.init_games(jax.random.PRNGKey(1))
+    """{compile_s, moves_per_s} of `training.selfplay_step` of `config` (untrained network):
+    the fastest of at least 3 calls after compilation."""
+    selfplay_step = jax.jit(T.selfplay_step, static_argnums=0, donate_argnums=(2, 3))
+    params = T.init_state(config, jax.random.PRNGKey(0)).params
+    actors, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(1))
     start = time.perf_counter()
-    actors, buffer, stats = jax.block_until_ready(
-        trainer.selfplay(params, actors, buffer, jax.random.PRNGKey(2)))  # compiles
+    actors, buffer, stats = jax.block_until_ready(selfplay_step(
+        config, params, actors, buffer, T.replicate(jax.random.PRNGKey(2))))  # compiles
     compile_s = time.perf_counter() - start
-    moves = config["selfplay"]["batch_size"] * config["selfplay"]["steps_per_iteration"]
+    moves = config.selfplay.batch_size * config.selfplay.steps_per_iteration
     times, key = [], jax.random.PRNGKey(3)
     while len(times) < 3 or sum(times) < min_seconds:
         key, k_run = jax.random.split(key)
         start = time.perf_counter()
         actors, buffer, stats = jax.block_until_ready(
-            trainer.selfplay(params, actors, buffer, k_run))
+            selfplay_step(config, params, actors, buffer, T.replicate(k_run)))
         times.append(time.perf_counter() - start)
     return {"compile_s": compile_s, "moves_per_s": moves / min(times)}
 

@@ -1,0 +1,49 @@
+"""Which JAX platform to start: the CPU alone when the machine has no accelerator.
+
+The `test` extra installs the CUDA and TPU compiler plugins (the suite compiles the H100 and
+TPU v5e programs on any machine). Left to choose, JAX initialises every installed plugin:
+on a machine without a GPU the CUDA plugin's version check fails and JAX logs its
+traceback, and libtpu prints its own warnings, before the user's first line of output. So,
+when neither `JAX_PLATFORMS` nor `jax.config.jax_platforms` says otherwise and no GPU or
+TPU device is visible, `choose_platform` sets `jax_platforms` to "cpu", what JAX would end
+up using anyway. A machine with a GPU or a TPU is left to JAX's own choice. The compilers
+stay registered: compiling for an H100 or a TPU needs no device (tools/gpu_program.py).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import pathlib
+
+import jax
+
+# Device nodes of an NVIDIA driver (Docker and Kubernetes expose nvidiactl; WSL2 dxg) and
+# of AMD's ROCm driver; the PCI vendor id of Google's TPU chips.
+ACCELERATOR_NODES = ("/dev/nvidia0", "/dev/nvidiactl", "/dev/dxg", "/dev/kfd")
+TPU_PCI_VENDOR = "0x1ae0"
+
+
+def accelerator_visible() -> bool:
+    """Whether a GPU or a TPU is attached to this machine (device nodes, PCI vendors)."""
+    if any(os.path.exists(node) for node in ACCELERATOR_NODES):
+        return True
+    vendors = glob.glob("/sys/bus/pci/devices/*/vendor")
+    return any(pathlib.Path(v).read_text().strip() == TPU_PCI_VENDOR for v in vendors)
+
+
+def choose_platform() -> str | None:
+    """Set `jax_platforms` to "cpu" where nothing else is asked for and no accelerator is
+    visible (see the module); returns the platforms set, None when left to JAX."""
+    if os.environ.get("JAX_PLATFORMS") or jax.config.jax_platforms or accelerator_visible():
+        return None
+    jax.config.update("jax_platforms", "cpu")
+    return "cpu"
+
+
+def describe() -> str:
+    """'1 cpu device (cpu), 1 process': what this process computes on."""
+    devices = jax.devices()
+    kinds = sorted({d.device_kind for d in devices})
+    return (f"{len(devices)} {jax.default_backend()} device{'s' * (len(devices) > 1)} "
+            f"({', '.join(kinds)}), {jax.process_count()} "
+            f"process{'es' * (jax.process_count() > 1)}")
