@@ -1,13 +1,12 @@
 """PPO (`trictrac_jax.az.ppo`, `train/ppo.py`): a tiny self-play run trains in one jit per
 call, writes metrics, checkpoints and a snapshot, resumes, and its networks load as agents;
-its config names a wrong key; and a PureJaxRL-style PPO trains through the gymnax
-interface (`gymnax.make("Trictrac-v1")` in gymnax's own wrappers) inside one jit."""
+its config names a wrong key. (A PureJaxRL-style PPO through gymnax's interface, all of
+training in one jit, is notebooks/rl.ipynb, run by tests/test_notebooks.py.)"""
 import importlib.util
 import json
 import pathlib
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
@@ -15,7 +14,6 @@ import yaml
 import trictrac_jax as tt
 from trictrac_jax.az import network as N
 from trictrac_jax.az import players, ppo
-from trictrac_jax.az.base import TrainState
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -109,52 +107,3 @@ def test_a_wrong_key_is_named(tmp_path, capsys):
         ppo.load_config(None, ["ppo.num_envs=3", "ppo.num_steps=1", "ppo.num_minibatches=2"])
     with pytest.raises(ppo.ConfigError, match="env.reward: must be one of"):
         ppo.load_config(None, ["env.reward=margin"])
-
-
-def test_purejaxrl_style_ppo_through_gymnax():
-    """PureJaxRL's ppo.py on Trictrac: `gymnax.make` by name, FlattenObservationWrapper and
-    LogWrapper, `jax.vmap(env.reset)` and `env.step` inside `lax.scan`, the whole training
-    in one jit; the policy masked by `env.legal_action_mask(env_state)`."""
-    gymnax = pytest.importorskip("gymnax")  # the test extra installs it
-    from gymnax.wrappers import FlattenObservationWrapper, LogWrapper
-
-    from trictrac_jax.az import gymnax_env
-    gymnax_env.register()
-    config = ppo.load_config(None, TINY)
-    env, env_params = gymnax.make("Trictrac-v1", env=tt.Trictrac(max_steps=12))
-    env = LogWrapper(FlattenObservationWrapper(env))
-    net = N.PolicyValueNet(width=8, blocks=1)
-    optimizer = ppo.make_optimizer(config)
-    p, updates = config.ppo, config.training.updates
-
-    def train(key):
-        k_params, k_reset, k_run = jax.random.split(key, 3)
-        params = N.init_params(net, k_params)
-        state = TrainState(params=params, opt_state=optimizer.init(params),
-                           step=jnp.int32(0), key=k_run)
-        obs, env_state = jax.vmap(env.reset, (0, None))(
-            jax.random.split(k_reset, p.num_envs), env_params)
-
-        def update(carry, _):
-            state, actors = carry
-            key, k_roll, k_epoch = jax.random.split(state.key, 3)
-            actors, batch, stats = ppo.rollout(env, net, state.params, env_params, actors,
-                                               k_roll, p.num_steps)
-            mask = env.legal_action_mask(actors.state)
-            _, last_value = N.apply(net, state.params, actors.obs, mask)
-            advantages, targets = ppo.gae(batch, last_value, p.gamma, p.gae_lambda)
-            flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]),
-                                (batch, advantages, targets))
-            state, metrics = ppo.update_epoch(net, optimizer, p, state, flat, k_epoch)
-            return (state.replace(key=key), actors), {**metrics, **stats}
-
-        (state, _), metrics = jax.lax.scan(update, (state, ppo.Actors(env_state, obs)), None,
-                                           length=updates)
-        return state, metrics
-
-    state, metrics = jax.device_get(jax.jit(train)(jax.random.PRNGKey(0)))
-    assert int(state.step) == updates * p.num_minibatches
-    assert np.isfinite(metrics["loss"]).all() and metrics["episodes"].sum() > 0
-    # episode lengths from gymnax's LogWrapper: learner decisions, at most the truncation's
-    lengths = metrics["length_sum"].sum() / metrics["episodes"].sum()
-    assert 1 <= lengths <= 12
