@@ -21,7 +21,6 @@ import os
 import pathlib
 import sys
 import time
-from typing import NamedTuple
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/az.py's run helpers
@@ -29,8 +28,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/az.py'
 import jax  # noqa: E402
 import yaml  # noqa: E402
 
-from az import (evaluate, metrics_until, open_tensorboard, save_snapshot,  # noqa: E402
-                write_atomically)
+from az import (Resumed, evaluate, metrics_until, open_tensorboard,  # noqa: E402
+                save_snapshot, write_atomically)
 from trictrac_jax.az import checkpoint as C  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az import ppo  # noqa: E402
@@ -51,14 +50,6 @@ def parse_args(argv=None):
                         "on this machine (no GPU needed, trictrac_jax/tools/gpu_program.py) "
                         "and print its kernels, host syncs and estimated steps/s")
     return p.parse_args(argv)
-
-
-class Resumed(NamedTuple):
-    """What a resumed run continues from."""
-    state: ppo.PPOState
-    iteration: int  # PPO updates of the checkpoint
-    metrics: list[str]  # the lines of metrics.jsonl up to `iteration`
-    elapsed_s: float  # training time up to `iteration`
 
 
 def new_config(args) -> ppo.PPOConfig:
