@@ -82,5 +82,6 @@ def test_the_engine_loads_alone():
                                 text=True).stdout.split())
     assert "trictrac_jax.env" in loaded
     above = sorted(m for m in loaded if m.startswith(("trictrac_jax.az", "trictrac_jax.tools"))
-                   or m.split(".")[0] in ("mctx", "optax", "orbax", "chex", "pgx", "pyspiel"))
+                   or m.split(".")[0] in ("mctx", "optax", "orbax", "chex", "pgx", "pyspiel",
+                                            "gymnax"))
     assert above == []

@@ -10,7 +10,7 @@ nbclient = pytest.importorskip("nbclient", reason="needs the test extra: nbclien
 pytest.importorskip("ipykernel", reason="needs the test extra: ipykernel")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-NOTEBOOKS = ("training", "quickstart", "play")  # the longest first: two run at a time
+NOTEBOOKS = ("training", "rl", "quickstart", "play")  # the longest first: two at a time
 
 
 def run_notebook(name: str):
@@ -82,5 +82,15 @@ def test_play(executed):
 def test_training(executed):
     notebook = executed["training"]
     assert "vs random:" in outputs(notebook)
+    plots = [o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert len(plots) == 1  # the learning curve
+
+
+def test_rl(executed):
+    notebook = executed["rl"]
+    text = outputs(notebook)
+    assert "LogEnvState wraps EnvState | obs (4, 217) | legal_action_mask (4, 514)" in text
+    assert "'final_observation'" in text and "'legal_action_mask'" in text
+    assert "2 updates, 32 environment steps" in text and "legal ones: legal" in text
     plots = [o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(plots) == 1  # the learning curve

@@ -12,6 +12,7 @@ import jax
 from trictrac_jax import agents
 from trictrac_jax.az import champion
 from trictrac_jax.az import network as N
+from trictrac_jax.az import ppo
 from trictrac_jax.az import search as S
 from trictrac_jax.az import training
 from trictrac_jax.az.config import Config
@@ -103,11 +104,12 @@ def load_agent(spec: str, play: Play = Play()):
 def load_network(spec: str) -> tuple[dict, Config]:
     """(params, config) of 'champion' or 'champion:N' (a shipped network), of a network file
     in the champion's format (`*.msgpack`), or of a checkpoint path (a run directory's best
-    checkpoint, or one checkpoint directory)."""
+    checkpoint, or one checkpoint directory) of the AlphaZero stack or of PPO (whose
+    config is then the `ppo.agent_config` its network plays under)."""
     if champion.is_name(spec) or champion.is_network_file(spec):
         params, config, _ = champion.load(champion.file_of(spec))
         return params, config
-    return training.load_params(spec)
+    return ppo.load_params(spec) if ppo.is_run(spec) else training.load_params(spec)
 
 
 def checkpoint_agent(params, config: Config, play: Play = Play()):

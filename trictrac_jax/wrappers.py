@@ -1,0 +1,325 @@
+"""Trictrac as a single-agent environment with gymnax's interface (gymnax 1.0).
+
+The learner plays one colour, drawn per episode (or fixed), and an opponent plays the other
+inside `step`: whatever the opponent does between two of the learner's decisions (several
+decisions in a row after Go, or after bearing off his last checker) is part of one step.
+
+    import jax, trictrac_jax as tt
+    env = tt.wrappers.SingleAgent(opponent=tt.agents.greedy_agent)
+    params = env.default_params
+    obs, state = jax.vmap(env.reset, (0, None))(keys, params)        # float32[B, 217]
+    mask = env.legal_action_mask(state)                              # bool[B, 514]
+    obs, state, reward, terminated, truncated, info = jax.vmap(
+        env.step, (0, 0, 0, None))(keys, state, actions, params)
+
+Conventions, as gymnax 1.0's `Environment.step`:
+* `step` auto-resets: after a finished episode (`terminated | truncated`) the returned
+  observation and state start the next one; `info["final_observation"]` is the learner's
+  view of the finished game. `step_env` and `reset_env` are the transitions without it.
+* Observations, rewards and legal actions are the learner's: `observe(game, seat)`, his
+  rewards (`reward`: "outcome", +1 / -1 when the game is won or lost, the engine's; or
+  "points", the score margin he gained over the step / `margin_scale`, as the AlphaZero
+  stack's `selfplay.value_target: points`), and the mask of his decision.
+* The legal mask of the observation a step returns is `info["legal_action_mask"]`; of any
+  state, `env.legal_action_mask(state)`, also through the states of gymnax's wrappers
+  (which keep ours in `.env_state`). It is all True once a game is over, as the engine's.
+* `info["outcome"]` is the learner's engine reward whatever `reward` says: +1 / -1 on the
+  step that ends a game he won or lost, else 0.
+* Episode statistics as gymnax's `LogWrapper`: `info["returned_episode"]` marks the step
+  that ended an episode, `info["returned_episode_returns"]` and `["returned_episode_lengths"]`
+  are those of the last finished one (`["returned_episode_valid"]`: once there is one).
+
+Opponents are agents `(key, state) -> action` (`agents`, `players.load_agent`), or an
+`Opponent` whose action may depend on parameters passed in `EnvParams.opponent`: the
+networks of a pool that changes during training, say, without compiling `step` again.
+No learning library is imported here; `trictrac_jax.az.gymnax_env` gives the same
+environment with gymnax's own space classes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from trictrac_jax import agents
+from trictrac_jax.env import Trictrac, new_game, observe
+from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State, score_lead
+
+REWARDS = ("outcome", "points")
+
+
+class Discrete:
+    """gymnax's `spaces.Discrete` without gymnax: the integers 0..n-1."""
+
+    def __init__(self, n: int):
+        self.n, self.shape, self.dtype = n, (), jnp.int32
+
+    def sample(self, key):
+        """A uniform int32 in 0..n-1 (legal or not: mask it yourself)."""
+        return jax.random.randint(key, self.shape, 0, self.n, self.dtype)
+
+    def contains(self, x):
+        """bool: whether `x` is in 0..n-1."""
+        x = jnp.asarray(x)
+        return (x >= 0) & (x < self.n)
+
+
+class Box:
+    """gymnax's `spaces.Box` without gymnax: arrays of `shape` between `low` and `high`."""
+
+    def __init__(self, low, high, shape: tuple[int, ...], dtype=jnp.float32):
+        self.low, self.high, self.shape, self.dtype = low, high, shape, dtype
+
+    def sample(self, key):
+        """A uniform array of `shape` in [low, high]."""
+        return jax.random.uniform(key, self.shape, self.dtype, self.low, self.high)
+
+    def contains(self, x):
+        """bool: whether every element of `x` is in [low, high]."""
+        x = jnp.asarray(x)
+        return jnp.all(x >= self.low) & jnp.all(x <= self.high)
+
+
+# Observation features are in [0, 1] but for the holes (holes / 12), which the winning mark
+# may take past 12; 24 holes would take one roll of more than 72 points.
+OBS_HIGH = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Opponent:
+    """Who plays the learner's opponent: `act(params, index, key, state) -> int32 action`,
+    `params` being `EnvParams.opponent` and `index` this episode's opponent, drawn uniformly
+    from 0..count-1 at reset; `state` is the engine's, the opponent to move."""
+
+    act: Callable[[Any, jax.Array, jax.Array, State], jax.Array]
+    count: int = 1
+
+
+def agents_opponent(*players: Callable) -> Opponent:
+    """The opponent playing one of `players`, agents `(key, state) -> action`, drawn per
+    episode (all of them are computed under `vmap`, where `lax.switch` is a select)."""
+    if not players:
+        raise ValueError("agents_opponent: needs at least one agent")
+    if len(players) == 1:
+        return Opponent(lambda params, index, key, state: players[0](key, state))
+    return Opponent(lambda params, index, key, state: jax.lax.switch(index, players, key, state),
+                    len(players))
+
+
+@struct.dataclass
+class EnvParams:
+    """gymnax's per-call parameters: `opponent`, the pytree handed to `Opponent.act`."""
+
+    opponent: Any = None
+
+
+@struct.dataclass
+class EnvState:
+    """One episode: the engine's game, the learner to move unless it is over, and its
+    statistics (as gymnax's `LogEnvState`)."""
+
+    game: State
+    seat: jax.Array  # int32, the learner's colour this episode (0 White, 1 Black)
+    opponent: jax.Array  # int32, this episode's opponent (`Opponent.count`)
+    episode_return: jax.Array  # float32, the learner's rewards so far this episode
+    episode_length: jax.Array  # int32, the learner's steps so far this episode
+    returned_episode_return: jax.Array  # float32, of the last finished episode
+    returned_episode_length: jax.Array  # int32, of the last finished episode
+    returned_episode_valid: jax.Array  # bool, some episode has finished
+    timestep: jax.Array  # int32, the learner's steps since the first reset
+
+    @property
+    def legal_action_mask(self):
+        """bool[514]: the learner's legal actions (all True once the game is over)."""
+        return self.game.legal_action_mask
+
+
+def _done(game: State):
+    return game.terminated | game.truncated
+
+
+def _select(pred, a, b):
+    return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
+
+
+class _Turns(NamedTuple):
+    """The carry of `SingleAgent._play`'s loop."""
+
+    game: State
+    seat: jax.Array
+    opponent: jax.Array
+    first: jax.Array  # the learner's move is due
+    ended: jax.Array  # the episode has ended and `game` is the new episode's
+    final: State  # the game as it ended
+    gained: jax.Array  # float32, the learner's outcome rewards in the episode
+    key: jax.Array
+
+
+class SingleAgent:
+    """Trictrac against a fixed opponent, with gymnax 1.0's methods (module docstring).
+
+    `opponent`: an agent `(key, state) -> action`, a sequence of agents (one drawn per
+    episode) or an `Opponent`. `seat`: the learner's colour, 0 White or 1 Black; None draws
+    it per episode. `reward`: "outcome" or "points" (module docstring). `env`: the engine,
+    whose `max_steps` bounds every game and so the opponent's turns.
+    """
+
+    def __init__(self, opponent: Opponent | Callable | Sequence[Callable] = agents.random_agent,
+                 seat: int | None = None, reward: str = "outcome", margin_scale: float = 144.0,
+                 env: Trictrac = Trictrac()):
+        if env.max_steps is None:
+            raise ValueError("SingleAgent needs an env with max_steps, to bound the games")
+        if seat not in (None, 0, 1):
+            raise ValueError(f"seat: 0 (White), 1 (Black) or None (drawn), got {seat!r}")
+        if reward not in REWARDS:
+            raise ValueError(f"reward: one of {list(REWARDS)}, got {reward!r}")
+        if not margin_scale > 0:
+            raise ValueError(f"margin_scale: must be > 0, got {margin_scale!r}")
+        if not isinstance(opponent, Opponent):
+            opponent = agents_opponent(*opponent) if isinstance(opponent, (list, tuple)) \
+                else agents_opponent(opponent)
+        self.opponent, self.seat, self.reward = opponent, seat, reward
+        self.margin_scale, self.env = margin_scale, env
+
+    # --- gymnax's interface ---------------------------------------------------------------
+
+    name = "Trictrac-v1"
+    num_actions = NUM_ACTIONS
+
+    @property
+    def default_params(self) -> EnvParams:
+        return EnvParams()
+
+    def action_space(self, params: EnvParams | None = None) -> Discrete:
+        return Discrete(NUM_ACTIONS)
+
+    def observation_space(self, params: EnvParams | None = None) -> Box:
+        return Box(0.0, OBS_HIGH, (OBS_SIZE,), jnp.float32)
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def reset(self, key, params: EnvParams | None = None) -> tuple[jax.Array, EnvState]:
+        """(float32[217] observation, state) of a new episode, the learner to move."""
+        return self.reset_env(key, self.default_params if params is None else params)
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def step(self, key, state: EnvState, action, params: EnvParams | None = None):
+        """(obs, state, reward, terminated, truncated, info) of the learner's `action` and
+        the opponent's replies; a finished episode is replaced by a new one (auto-reset)."""
+        params = self.default_params if params is None else params
+        k_new, k_play = jax.random.split(key)
+        new = self._new_episode(k_new, state)
+        state, finished, reward, outcome = self._play(k_play, state, action, new, params)
+        done = _done(finished.game)
+        info = {"terminated": finished.game.terminated, "truncated": finished.game.truncated,
+                "final_observation": self._observe(finished), "outcome": outcome,
+                "legal_action_mask": state.legal_action_mask,
+                "returned_episode": done,
+                "returned_episode_returns": state.returned_episode_return,
+                "returned_episode_lengths": state.returned_episode_length,
+                "returned_episode_valid": state.returned_episode_valid,
+                "timestep": state.timestep}
+        return (self._observe(state), state, reward, finished.game.terminated,
+                finished.game.truncated, info)
+
+    def reset_env(self, key, params: EnvParams) -> tuple[jax.Array, EnvState]:
+        """gymnax's reset hook: a new episode, played until the learner's first decision."""
+        k_new, k_play = jax.random.split(key)
+        zero = jnp.zeros((), jnp.float32)
+        blank = EnvState(game=new_game(), seat=jnp.int32(0), opponent=jnp.int32(0),
+                         episode_return=zero, episode_length=jnp.int32(0),
+                         returned_episode_return=zero, returned_episode_length=jnp.int32(0),
+                         returned_episode_valid=jnp.bool_(False), timestep=jnp.int32(0))
+        state, _, _, _ = self._play(k_play, self._new_episode(k_new, blank), None, None, params)
+        return self._observe(state), state
+
+    def step_env(self, key, state: EnvState, action, params: EnvParams):
+        """gymnax's transition hook, without the reset: (obs, state, reward, terminated,
+        info)."""
+        state, _, reward, outcome = self._play(key, state, action, None, params)
+        return (self._observe(state), state, reward, state.game.terminated,
+                {"truncated": state.game.truncated, "outcome": outcome})
+
+    def legal_action_mask(self, state) -> jax.Array:
+        """bool[..., 514]: the legal actions of `state`, ours or a gymnax wrapper's state
+        holding ours in `.env_state` (however deep)."""
+        while not isinstance(state, EnvState):
+            state = state.env_state
+        return state.legal_action_mask
+
+    # --- the transitions ------------------------------------------------------------------
+
+    def _observe(self, state: EnvState):
+        return observe(state.game, state.seat)
+
+    def _new_episode(self, key, last: EnvState) -> EnvState:
+        """A new game with its seat and opponent drawn, keeping `last`'s returned episode
+        statistics (the opponent has not played yet)."""
+        k_game, k_seat, k_opponent = jax.random.split(key, 3)
+        seat = jax.random.randint(k_seat, (), 0, 2) if self.seat is None else jnp.int32(self.seat)
+        zero = jnp.zeros((), jnp.float32)
+        return last.replace(game=self.env.init(k_game), seat=seat.astype(jnp.int32),
+                            opponent=jax.random.randint(k_opponent, (), 0, self.opponent.count),
+                            episode_return=zero, episode_length=jnp.int32(0))
+
+    def _play(self, key, state: EnvState, action, new: EnvState | None, params: EnvParams):
+        """(state, finished, reward, outcome): the learner's `action` (None: no move, the
+        opening of a new episode), then the opponent's turns until the learner is to move or
+        the game is over; `finished` is the state after them, `reward` the learner's and
+        `outcome` his engine rewards (+1 / -1 if the game ended). With
+        `new` (auto-reset), a game that ends is replaced by `new`'s, whose opponent then
+        opens if he is White, and `state` is that new episode.
+
+        One loop of one engine step and one opponent call per iteration: the learner's
+        move is its first iteration, and the new episode's opening its last ones."""
+        def going(c: _Turns):
+            return c.first | (~_done(c.game) & (c.game.current_player != c.seat))
+
+        def turn(c: _Turns) -> _Turns:
+            key, k_act, k_step = jax.random.split(c.key, 3)
+            # the opponent sees the learner's turns as over: greedy does no work for them
+            aside = c.game.replace(terminated=c.game.terminated | c.first)
+            reply = self.opponent.act(params.opponent, c.opponent, k_act, aside)
+            game = self.env.step(c.game, reply if action is None else
+                                 jnp.where(c.first, action, reply), k_step)
+            gained = c.gained + jnp.where(c.ended, 0.0, game.rewards[c.seat])
+            c = c._replace(game=game, first=jnp.bool_(False), gained=gained, key=key)
+            if new is None:
+                return c
+            over = _done(game) & ~c.ended
+            return c._replace(game=_select(over, new.game, game),
+                              seat=jnp.where(over, new.seat, c.seat),
+                              opponent=jnp.where(over, new.opponent, c.opponent),
+                              ended=c.ended | over, final=_select(over, game, c.final))
+
+        c = jax.lax.while_loop(going, turn, _Turns(
+            state.game, state.seat, state.opponent, jnp.bool_(action is not None),
+            jnp.bool_(False), state.game, jnp.zeros((), jnp.float32), key))
+        finished = _select(c.ended, c.final, c.game)
+        if action is None:  # an opening: no step of the learner's
+            return state.replace(game=c.game), state.replace(game=finished), c.gained, c.gained
+        if self.reward == "outcome":
+            reward = c.gained
+        else:
+            reward = (score_lead(finished, state.seat) - score_lead(state.game, state.seat)
+                      ) / self.margin_scale
+        done = _done(finished)
+        episode_return = state.episode_return + reward
+        episode_length = state.episode_length + 1
+        finished = state.replace(
+            game=finished, episode_return=episode_return, episode_length=episode_length,
+            returned_episode_return=jnp.where(done, episode_return,
+                                              state.returned_episode_return),
+            returned_episode_length=jnp.where(done, episode_length,
+                                              state.returned_episode_length),
+            returned_episode_valid=state.returned_episode_valid | done,
+            timestep=state.timestep + 1)
+        if new is None:
+            return finished, finished, reward, c.gained
+        started = finished.replace(game=c.game, seat=c.seat, opponent=c.opponent,
+                                   episode_return=jnp.where(c.ended, 0.0, episode_return),
+                                   episode_length=jnp.where(c.ended, 0, episode_length))
+        return started, finished, reward, c.gained
