@@ -33,15 +33,21 @@ from trictrac_jax.az import training as T  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--config", help="YAML config (keys as in configs/base.yaml)")
+def run_parser(description: str, example_config: str, example_set: str):
+    """The options every training script takes: --config, --set, --resume."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--config", help=f"YAML config (keys as in {example_config})")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key, e.g. --set search.num_simulations=64")
+                   help=f"override a config key, e.g. --set {example_set}")
     p.add_argument("--resume", nargs="?", const="", metavar="RUN_DIR",
                    help="continue RUN_DIR (default: run.dir) from its newest intact "
                         "checkpoint, writing only there; the run's saved config is used, "
                         "updated by --set")
+    return p
+
+
+def parse_args(argv=None):
+    p = run_parser(__doc__.split("\n")[0], "configs/base.yaml", "search.num_simulations=64")
     p.add_argument("--init-from", metavar="NETWORK",
                    help="start a new run from this network with a fresh optimiser: champion, "
                         "a network file (*.msgpack, the champion's format), a run directory "

@@ -14,7 +14,6 @@ RUN_DIR`, `players.load_agent`).
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -29,7 +28,8 @@ import jax  # noqa: E402
 import yaml  # noqa: E402
 
 from az import (Resumed, evaluate, metrics_until, open_tensorboard,  # noqa: E402
-                save_snapshot, write_atomically)
+                run_parser, save_snapshot, write_atomically)
+from trictrac_jax import devices  # noqa: E402
 from trictrac_jax.az import checkpoint as C  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az import ppo  # noqa: E402
@@ -37,14 +37,7 @@ from trictrac_jax.az.config import ConfigError, to_dict  # noqa: E402
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--config", help="YAML config (keys as in configs/ppo.yaml)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key, e.g. --set env.opponent=random")
-    p.add_argument("--resume", nargs="?", const="", metavar="RUN_DIR",
-                   help="continue RUN_DIR (default: run.dir) from its newest intact "
-                        "checkpoint, writing only there; the run's saved config is used, "
-                        "updated by --set")
+    p = run_parser(__doc__.split("\n")[0], "configs/ppo.yaml", "env.opponent=random")
     p.add_argument("--h100", action="store_true",
                    help="train nothing: compile one call of the config's updates for an H100 "
                         "on this machine (no GPU needed, trictrac_jax/tools/gpu_program.py) "
@@ -217,6 +210,7 @@ def main(argv=None):
                 f"model in docs/gpu-program.md): {p['estimated_s']:.3f} s, "
                 f"{p['estimated_steps_per_s']:,.0f} steps/s")
             return 0
+        log(f"running on {devices.describe()}")
         config, resumed = (new_config(args), None) if args.resume is None else \
             resume(args, log)
         train(config, resumed, log)

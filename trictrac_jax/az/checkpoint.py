@@ -130,6 +130,18 @@ def resolve(path) -> tuple[pathlib.Path, int | None]:
     return (path / "checkpoints" if (path / "checkpoints").is_dir() else path), None
 
 
+def load_path(path, load, log, which: str = "best"):
+    """`load(directory, step)` -> (params, config) of `path`: one checkpoint's directory, or
+    a run directory's `which` intact checkpoint (`first_intact`). Logs which it loaded."""
+    directory, step = resolve(path)
+    if step is not None:
+        result, which = load(directory, step), ""
+    else:
+        step, result = first_intact(directory, lambda s: load(directory, s), log, which)
+    log(f"loaded {describe(directory, step, result[1], which)}")
+    return result
+
+
 def first_intact(directory: pathlib.Path, load, log, which: str = "latest"):
     """(step, load(step)) for the first checkpoint of `directory`, newest first or, with
     `which` = "best", highest score first (the newer of equal scores), whose files read

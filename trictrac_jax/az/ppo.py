@@ -414,17 +414,10 @@ def restore_state(directory, step: int, config: PPOConfig) -> PPOState:
 def load_params(path, which: str = "best", log=training._to_stderr):
     """(params, agent_config) of a PPO checkpoint: a run directory's `which` = best or
     latest intact checkpoint, or one checkpoint's directory (`training.load_params`)."""
-    directory, step = C.resolve(path)
-
-    def load(step):
+    def load(directory, step):
         config = saved_config(directory, step)
         return restore_state(directory, step, config).train.params, config
-    if step is not None:
-        params, config = load(step)
-        which = ""
-    else:
-        step, (params, config) = C.first_intact(directory, load, log, which)
-    log(f"loaded {C.describe(directory, step, config, which)}")
+    params, config = C.load_path(path, load, log, which)
     return params, agent_config(config)
 
 

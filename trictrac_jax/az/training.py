@@ -237,15 +237,7 @@ def load_params(path, which: str = "best", log=_to_stderr):
     """(params, config) of a checkpoint: a run directory's `which` = best or latest intact
     checkpoint (logging each one it skips) or one checkpoint's directory. Logs which
     checkpoint it loaded."""
-    directory, step = C.resolve(path)
-
-    def load(step):
+    def load(directory, step):
         config = saved_config(directory, step)
         return restore_state(directory, step, config).params, config
-    if step is not None:
-        params, config = load(step)
-        which = ""
-    else:
-        step, (params, config) = C.first_intact(directory, load, log, which)
-    log(f"loaded {C.describe(directory, step, config, which)}")
-    return params, config
+    return C.load_path(path, load, log, which)
