@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice
 from trictrac_jax.lanes import batch_rule, best_candidates, cpu_chunked, game_minor, running_count
+from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import NUM_ACTIONS, score_lead
 
 _ENV = Trictrac(max_steps=None)  # lookahead only: never truncates
@@ -100,7 +101,8 @@ def _total_worths(states, actions):
     return jnp.sum(worths.reshape(-1, NUM_CHANCE_OUTCOMES), -1)
 
 
-BASELINES = {"random": random_agent, "first": first_agent, "greedy": greedy_agent}
+BASELINES = {"random": random_agent, "first": first_agent, "greedy": greedy_agent,
+             "web": web_agent}
 
 
 def baseline(spec: str):
