@@ -176,7 +176,7 @@ def train(config: ppo.PPOConfig, resumed: Resumed | None = None, log=print) -> d
 
 
 def h100_program(config: ppo.PPOConfig) -> dict:
-    """One call of `config`'s jitted updates (`Trainer.run`) compiled for an H100 on this
+    """One call of `config`'s jitted updates (`ppo.updates`) compiled for an H100 on this
     CPU, as read by `gpu_program`: kernels, host syncs (a lower bound), bytes, device memory
     and the H100 estimate of its time (`gpu_program.H100_MODEL`; no GPU runs it)."""
     os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator rules, read when tracing
