@@ -92,7 +92,7 @@ def test_mirrored_rolls_score_alike(small):
             one = jax.tree.map(lambda x: x[g, k], rolled)
             board = np.asarray(boards(one, jnp.arange(one.legal_action_mask.size))._board)
             legal = np.flatnonzero(np.asarray(one.legal_action_mask))
-            reach.append({board[i].tobytes() + bytes([i == 1]) for i in legal})
+            reach.append({board[i].tobytes() + bytes([int(i == 1)]) for i in legal})
         assert reach[0] == reach[1]
 
 
