@@ -49,9 +49,10 @@ RECIPES = {
 TIME_LABEL = "H100 estimate (compiled program, model in docs/gpu-program.md)"
 
 
-def decision_program(config: C.Config, target: G.Target = G.H100) -> G.Program:
+def decision_program(config: C.Config, target: G.Target = G.H100, top: int = 10
+                     ) -> G.Program:
     """One self-play decision of every game of `config` (its search, exploring, then the
-    step), compiled alone for `target`'s device and read."""
+    step), compiled alone for `target`'s device and read (its `top` costliest kernels)."""
     model = model_from_config(config)
     search_fn = functools.partial(S.search, model=model, config=config.search, explore=True)
     decide = functools.partial(selfplay.decide, model=model, search_fn=search_fn)
@@ -59,7 +60,7 @@ def decision_program(config: C.Config, target: G.Target = G.H100) -> G.Program:
     params = jax.eval_shape(lambda k: T.new_state(config, k).params, key)
     actors = jax.eval_shape(
         lambda k: selfplay.start(model.env, k, config.selfplay.batch_size), key)
-    return G.read(G.compile_for(target, decide, params, key, actors, donate_argnums=(2,)))
+    return G.read(G.compile_for(target, decide, params, key, actors, donate_argnums=(2,)), top)
 
 
 def recipe_row(name: str, overrides, games: int) -> dict:
