@@ -24,7 +24,8 @@ in a while loop, large batches are chunked, `append` concatenates and `lookup` i
 reduction; on an accelerator, `materialised` is plain fusion, a batch runs in one pass,
 `append` pads and selects and `lookup` gathers (H100, `step_deterministic` + `chance_step`
 of 2048 games: 0.94 ms fused, 0.99 ms with `optimization_barrier`, 1.34 ms with the while
-loops). The game-minor layout holds on both.
+loops). The game-minor layout holds on both. `worths.candidate_worths` scores candidates in
+passes that the lowering sizes (`Lowering.candidates_per_game`, `candidates_per_pass`).
 `TRICTRAC_LANES=cpu|gpu` forces either lowering on any backend (to test or verify the GPU
 path on CPU).
 """
