@@ -9,11 +9,15 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import worths
+from trictrac_jax import lanes
 from trictrac_jax.agents import first_agent, greedy_agent, greedy_worth, random_agent
+from trictrac_jax.az import search as S
 from trictrac_jax.az.checkpoint import CheckpointError
-from trictrac_jax.az.players import Play, checkpoint_agent, load_agent, split_spec
+from trictrac_jax.az.model import model_from_config, rolled_worth
+from trictrac_jax.az.players import Play, checkpoint_agent, load_agent, load_network, split_spec
+from trictrac_jax.env import has_choice
 from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO
+from trictrac_jax.worths import candidate_worths
 from tests.test_search import random_play
 
 ENV = tt.Trictrac(max_steps=1000)
@@ -135,7 +139,7 @@ def test_greedy_of_a_batch_is_greedy_of_each_state(positions):
     included, as one state at a time, for live games split across passes, finished games
     and forced moves; and greedy:K with K covering every legal action is the full greedy."""
     batch, count = mixed_batch(positions, 40)
-    assert count[:40].sum() > worths.CANDIDATES_PER_PASS
+    assert count[:40].sum() > lanes.LOWERINGS["cpu"].candidates_per_pass
     full = assert_batch_plays_as_each_state(greedy_agent, batch)
     covering = jax.jit(jax.vmap(load_agent(f"greedy:{count.max()}")))(
         jax.random.split(jax.random.PRNGKey(0), len(count)), batch)
@@ -148,9 +152,43 @@ def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
     candidates in passes): the choices of one state at a time."""
     batch, count = mixed_batch(positions, 24)
     top_k = 16
-    assert np.minimum(count[:24], top_k).sum() > worths.CANDIDATES_PER_GAME * len(count)
+    assert np.minimum(count[:24], top_k).sum() > lanes.LOWERINGS["cpu"].candidates_per_game * len(
+        count)
     spec = f"champion@{'rolls' if rolls else 'lookahead'}:{top_k}"
     assert_batch_plays_as_each_state(load_agent(spec), batch)
+
+
+def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
+    """Greedy's choices, and the champion's worths of its 16 likeliest moves over the rolls,
+    are the same under the CPU lowering (the valid candidates, in passes while any remain)
+    and the GPU lowering (every (game, slot) pair of the lookahead in a fixed number of
+    passes, the last padded; greedy's valid candidates in larger passes), on live games
+    split across passes, finished games and forced moves."""
+    batch, count = mixed_batch(positions, 24)
+    params, config = load_network("champion")
+    model = model_from_config(config)
+    keys = jax.random.split(jax.random.PRNGKey(0), len(count))
+
+    def lookahead_worths(params, states):
+        actions, legal, _ = S.likeliest(model, params, states, 16)
+        return candidate_worths(states, actions, legal & has_choice(states)[:, None],
+                                lambda s, a: rolled_worth(model, params, a, s))
+
+    def run(lowering: str):  # traced anew under `lowering`
+        monkeypatch.setenv(lanes.LOWERING_VARIABLE, lowering)
+        jax.clear_caches()  # greedy and the env's methods are jitted: no trace of the other
+        return (np.asarray(jax.jit(jax.vmap(greedy_agent))(keys, batch)),
+                np.asarray(jax.jit(lookahead_worths)(params, batch)))
+
+    cpu = run("cpu")
+    # 192 pairs a pass: the lookahead's 32 x 16 pairs in 3 passes, greedy's in several
+    monkeypatch.setitem(lanes.LOWERINGS, "gpu",
+                        lanes.LOWERINGS["gpu"]._replace(candidates_per_pass=192))
+    gpu = run("gpu")
+    jax.clear_caches()
+    assert count[:24].sum() > 192 and np.isfinite(cpu[1]).sum() > 192
+    np.testing.assert_array_equal(cpu[0], gpu[0])
+    np.testing.assert_array_equal(cpu[1], gpu[1])
 
 
 def test_agents_import_the_engine_only():

@@ -71,6 +71,29 @@ def test_engine_halves_launch_no_loop_of_unknown_length():
     assert 20 < program.kernels <= 66
 
 
+def test_lookahead_passes_have_a_known_count(monkeypatch):
+    """Under the GPU lowering a lookahead's candidates (at most `candidates_per_game` a game)
+    are scored in passes whose number the compiled program knows: no host sync, and each
+    pass counted (4 passes launch more than 1); greedy's (every action, mostly illegal)
+    valid candidates in passes while any remain: a loop of unknown length."""
+    from trictrac_jax import lanes
+    from trictrac_jax.state import NUM_ACTIONS
+    from trictrac_jax.worths import candidate_worths
+    gpu, per_game = lanes.LOWERINGS["gpu"], lanes.LOWERINGS["gpu"].candidates_per_game
+    worth = lambda s, a: jnp.sum(jnp.sin(s.observation), -1) * a
+
+    def program(width: int, per_pass: int):
+        monkeypatch.setitem(lanes.LOWERINGS, "gpu", gpu._replace(candidates_per_pass=per_pass))
+        pairs = lambda dtype: jax.ShapeDtypeStruct((GAMES, width), dtype)
+        return compiled(lambda s, a, v: candidate_worths(s, a, v, worth), states(),
+                        pairs(jnp.int32), pairs(jnp.bool_))
+
+    one, four = program(per_game, GAMES * per_game), program(per_game, GAMES * per_game // 4)
+    assert one.host_syncs == 0 and four.host_syncs == 0
+    assert four.kernels > one.kernels
+    assert program(NUM_ACTIONS, GAMES * per_game).host_syncs == 1
+
+
 def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
     """`bench --h100` writes its report; in it configs/base.yaml on an H100: one training
     iteration (64 searches, 128 updates, the replay buffer of 1M decisions) in the GPU's

@@ -1,6 +1,6 @@
 """The worths of each game's candidate actions, and each game's best, for a batch: the
-batch's candidates scored as one flat list a bounded pass at a time (greedy, a network's
-lookahead, and the lookahead's self-play).
+batch's candidates scored a bounded pass at a time, passes sized by the backend's lowering
+(greedy, a network's lookahead, and the lookahead's self-play).
 
 Batch-first, like the state: arrays are [B, ...] over the batch's games.
 """
@@ -10,14 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.arrays import prefix_sum
-
-# Candidates scored per pass of `candidate_worths`: CANDIDATES_PER_GAME per game of the batch,
-# at most CANDIDATES_PER_PASS. 256 candidates x 36 rolled states are 9 whole CPU_CHUNKs; on
-# CPU, greedy on 1000 mid-game positions took 2.1 s at 256 a pass, 2.5 s at 1024, 3.2 s at
-# 4096, and 3-5x longer when the rolled states were not a multiple of CPU_CHUNK. The same
-# sizes serve the GPU lowering until measured there (larger passes would likely suit a GPU).
-CANDIDATES_PER_GAME = 8
-CANDIDATES_PER_PASS = 256
+from trictrac_jax.lanes import lowering
 
 
 def candidate_worths(states, actions, valid, worth):
@@ -25,16 +18,50 @@ def candidate_worths(states, actions, valid, worth):
 
     `actions` int32[B, K] are the candidates of each game of `states` [B], `valid`
     bool[B, K] those to score, and `worth(states[P], actions[P]) -> float32[P]` scores
-    candidates. The valid (game, slot) pairs of the whole batch, in order of game then slot,
-    form one flat list scored a pass at a time in a while loop (see CANDIDATES_PER_PASS):
-    the work follows the batch's number of valid candidates, not B x K, and memory stays
-    bounded."""
+    candidates, a pass of at most `Lowering.candidates_per_pass` pairs at a time (memory
+    stays bounded). With at most `Lowering.candidates_per_game` candidates a game (a
+    lookahead's few likeliest moves, mostly valid), every (game, slot) pair is scored in
+    a fixed number of passes: the compiled program knows its trip count. With more (greedy's
+    every action, mostly illegal), the valid pairs of the whole batch, in order of game then
+    slot, form one flat list scored a pass at a time while any remain: the work follows
+    their number, not B x K."""
+    batch, width = actions.shape
+    settings = lowering()
+    if width <= settings.candidates_per_game:
+        per_pass = min(batch * width, settings.candidates_per_pass)
+        return _every_pair_worths(states, actions, valid, worth, per_pass)
+    per_pass = min(settings.candidates_per_game * batch, settings.candidates_per_pass)
+    return _valid_pair_worths(states, actions, valid, worth, per_pass)
+
+
+def _scored(states, actions, worth, pair):
+    """float32[P]: `worth` of the flat (game, slot) pairs `pair` int32[P] (g * K + k; a
+    negative entry scores game 0's last slot, to be dropped)."""
+    width = actions.shape[1]
+    game, slot = jnp.maximum(pair, 0) // width, pair % width
+    return worth(jax.tree.map(lambda x: x[game], states), actions[game, slot])
+
+
+def _every_pair_worths(states, actions, valid, worth, per_pass: int):
+    """`candidate_worths` of all B x K pairs, `per_pass` at a time in a scan of a fixed
+    number of passes (the last padded)."""
+    batch, width = actions.shape
+    passes = -(-batch * width // per_pass)
+    pairs = jnp.arange(passes * per_pass, dtype=jnp.int32)
+    pairs = jnp.where(pairs < batch * width, pairs, -1).reshape(passes, per_pass)
+    values = jax.lax.map(lambda pair: _scored(states, actions, worth, pair), pairs)
+    values = values.reshape(-1)[:batch * width].reshape(batch, width)
+    return jnp.where(valid, values, -jnp.inf)
+
+
+def _valid_pair_worths(states, actions, valid, worth, per_pass: int):
+    """`candidate_worths` of the valid pairs only, as one flat list scored `per_pass` at a
+    time in a while loop of as many passes as they need."""
     batch, width = actions.shape
     rank = prefix_sum(valid.astype(jnp.int32), -1)  # [B, K]: 1 for the first valid slot
     count = rank[:, -1]
     start = jnp.concatenate([jnp.zeros(1, count.dtype), prefix_sum(count, 0)[:-1]])
     # The flat list: pair (g, k) = g * K + k at start[g] + rank - 1, -1 after the last.
-    per_pass = min(CANDIDATES_PER_GAME * batch, CANDIDATES_PER_PASS)
     size = -(-batch * width // per_pass) * per_pass
     where = jnp.where(valid, start[:, None] + rank - 1, size)
     pairs = jnp.full(size, -1, jnp.int32).at[where.reshape(-1)].set(
@@ -44,8 +71,7 @@ def candidate_worths(states, actions, valid, worth):
     def body(carry):
         i, worths = carry
         pair = jax.lax.dynamic_slice_in_dim(pairs, i * per_pass, per_pass)  # [P]
-        game, slot = jnp.maximum(pair, 0) // width, pair % width
-        value = worth(jax.tree.map(lambda x: x[game], states), actions[game, slot])
+        value = _scored(states, actions, worth, pair)
         return i + 1, worths.at[jnp.where(pair >= 0, pair, batch * width)].set(
             value, mode="drop")
 
