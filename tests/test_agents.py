@@ -159,15 +159,14 @@ def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
 
 
 def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
-    """Greedy's choices, and the champion's worths of its 16 likeliest moves over the rolls,
-    are the same under the CPU lowering (the valid candidates, in passes while any remain)
-    and the GPU lowering (every (game, slot) pair of the lookahead in a fixed number of
-    passes, the last padded; greedy's valid candidates in larger passes), on live games
-    split across passes, finished games and forced moves."""
-    batch, count = mixed_batch(positions, 24)
+    """The champion's worths of its 16 likeliest moves over the rolls are the same under the
+    CPU lowering (the valid candidates, in passes while any remain) and the GPU lowering
+    (every (game, slot) pair in a fixed number of passes, the last padded), on live games,
+    finished games and forced moves. (Greedy's every action keeps the CPU's form, in
+    larger passes on the GPU: the greedy tests above split it across passes.)"""
+    batch, count = mixed_batch(positions, 12)
     params, config = load_network("champion")
     model = model_from_config(config)
-    keys = jax.random.split(jax.random.PRNGKey(0), len(count))
 
     def lookahead_worths(params, states):
         actions, legal, _ = S.likeliest(model, params, states, 16)
@@ -176,19 +175,21 @@ def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
 
     def run(lowering: str):  # traced anew under `lowering`
         monkeypatch.setenv(lanes.LOWERING_VARIABLE, lowering)
-        jax.clear_caches()  # greedy and the env's methods are jitted: no trace of the other
-        return (np.asarray(jax.jit(jax.vmap(greedy_agent))(keys, batch)),
-                np.asarray(jax.jit(lookahead_worths)(params, batch)))
+        jax.clear_caches()  # the env's methods are jitted: no trace of the other lowering
+        return np.asarray(jax.jit(lookahead_worths)(params, batch))
 
     cpu = run("cpu")
-    # 192 pairs a pass: the lookahead's 32 x 16 pairs in 3 passes, greedy's in several
+    # 128 pairs a pass: the 20 games x 16 slots in 3 passes, the last padded
     monkeypatch.setitem(lanes.LOWERINGS, "gpu",
-                        lanes.LOWERINGS["gpu"]._replace(candidates_per_pass=192))
+                        lanes.LOWERINGS["gpu"]._replace(candidates_per_pass=128))
     gpu = run("gpu")
     jax.clear_caches()
-    assert count[:24].sum() > 192 and np.isfinite(cpu[1]).sum() > 192
-    np.testing.assert_array_equal(cpu[0], gpu[0])
-    np.testing.assert_array_equal(cpu[1], gpu[1])
+    assert np.isfinite(cpu).sum() > 128 and not np.isfinite(cpu[-8:]).any()
+    # the same candidates scored; the network's sums may round apart with the pass's shape
+    np.testing.assert_array_equal(np.isfinite(cpu), np.isfinite(gpu))
+    np.testing.assert_allclose(cpu[np.isfinite(cpu)], gpu[np.isfinite(gpu)], rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_array_equal(np.argmax(cpu, -1), np.argmax(gpu, -1))
 
 
 def test_agents_import_the_engine_only():
