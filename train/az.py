@@ -306,7 +306,7 @@ def main(argv=None):
     if args.init_from and args.resume is not None:
         print("error: --init-from starts a new run; --resume continues one", file=sys.stderr)
         return 2
-    try:
+    def run():
         T.maybe_init_distributed()  # a resume restores onto all the devices
         # one process reports; errors come from each
         log = (lambda line: print(line, flush=True)) if jax.process_index() == 0 else \
@@ -315,6 +315,14 @@ def main(argv=None):
         config, resumed = (new_config(args), None) if args.resume is None else \
             resume(args, log)
         train(config, resumed, log)
+    return exit_code(run)
+
+
+def exit_code(run) -> int:
+    """`run()` as a training script's exit status: 0, 2 with the config's or a checkpoint's
+    error on stderr, or 130 after Ctrl-C (the run resumable)."""
+    try:
+        run()
     except (config_lib.ConfigError, C.CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

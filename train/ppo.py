@@ -27,8 +27,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/az.py'
 import jax  # noqa: E402
 import yaml  # noqa: E402
 
-from az import (Resumed, evaluate, metrics_until, open_tensorboard,  # noqa: E402
-                run_parser, save_snapshot, write_atomically)
+from az import (Resumed, evaluate, exit_code, metrics_until,  # noqa: E402
+                open_tensorboard, run_parser, save_snapshot, write_atomically)
 from trictrac_jax import devices  # noqa: E402
 from trictrac_jax.az import checkpoint as C  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
@@ -195,32 +195,29 @@ def h100_program(config: ppo.PPOConfig) -> dict:
             "estimated_s": seconds, "steps": steps, "estimated_steps_per_s": steps / seconds}
 
 
+def print_h100_program(config: ppo.PPOConfig, log) -> None:
+    p = h100_program(config)
+    log(f"one call of {config.training.updates_per_call} updates of {p['steps']:,} "
+        f"steps ({config.ppo.num_envs} environments x {config.ppo.num_steps}): "
+        f"{p['kernels']:,.0f} kernels, {p['host_syncs']:,.0f} host syncs (at least), "
+        f"{p['bytes'] / 1e9:.2f} GB read and written (estimate), "
+        f"{p['memory_gb']:.2f} GB device memory; H100 estimate (compiled program, "
+        f"model in docs/gpu-program.md): {p['estimated_s']:.3f} s, "
+        f"{p['estimated_steps_per_s']:,.0f} steps/s")
+
+
 def main(argv=None):
     args = parse_args(argv)
     log = lambda line: print(line, flush=True)
-    try:
+
+    def run():
         if args.h100:
-            config = ppo.load_config(args.config, args.set)
-            p = h100_program(config)
-            log(f"one call of {config.training.updates_per_call} updates of {p['steps']:,} "
-                f"steps ({config.ppo.num_envs} environments x {config.ppo.num_steps}): "
-                f"{p['kernels']:,.0f} kernels, {p['host_syncs']:,.0f} host syncs (at least), "
-                f"{p['bytes'] / 1e9:.2f} GB read and written (estimate), "
-                f"{p['memory_gb']:.2f} GB device memory; H100 estimate (compiled program, "
-                f"model in docs/gpu-program.md): {p['estimated_s']:.3f} s, "
-                f"{p['estimated_steps_per_s']:,.0f} steps/s")
-            return 0
+            return print_h100_program(ppo.load_config(args.config, args.set), log)
         log(f"running on {devices.describe()}")
         config, resumed = (new_config(args), None) if args.resume is None else \
             resume(args, log)
         train(config, resumed, log)
-    except (ConfigError, C.CheckpointError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: continue with --resume", file=sys.stderr)
-        return 130
-    return 0
+    return exit_code(run)
 
 
 if __name__ == "__main__":
