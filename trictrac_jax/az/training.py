@@ -14,7 +14,6 @@ import sys
 import jax
 import jax.numpy as jnp
 import optax
-from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from trictrac_jax.az import checkpoint as C
