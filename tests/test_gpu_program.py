@@ -72,14 +72,14 @@ def test_engine_halves_launch_no_loop_of_unknown_length():
 
 
 def test_lookahead_passes_have_a_known_count(monkeypatch):
-    """Under the GPU lowering a lookahead's candidates (at most `candidates_per_game` a game)
+    """Under the GPU lowering a lookahead's candidates (at most `every_pair_up_to` a game)
     are scored in passes whose number the compiled program knows: no host sync, and each
     pass counted (4 passes launch more than 1); greedy's (every action, mostly illegal)
     valid candidates in passes while any remain: a loop of unknown length."""
     from trictrac_jax import lanes
     from trictrac_jax.state import NUM_ACTIONS
     from trictrac_jax.worths import candidate_worths
-    gpu, per_game = lanes.LOWERINGS["gpu"], lanes.LOWERINGS["gpu"].candidates_per_game
+    gpu, per_game = lanes.LOWERINGS["gpu"], lanes.LOWERINGS["gpu"].every_pair_up_to
     worth = lambda s, a: jnp.sum(jnp.sin(s.observation), -1) * a
 
     def program(width: int, per_pass: int):

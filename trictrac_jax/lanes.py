@@ -57,23 +57,28 @@ class Lowering(NamedTuple):
     chunked: bool  # batches of several `CPU_CHUNK` games run chunk by chunk
     join_by_select: bool  # `append`: a pad and a select (else a concatenation)
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
-    # `worths.candidate_worths`: at most this many candidates a game are scored in passes of
-    # a fixed number (more: the valid ones only, while any remain) ...
+    # `worths.candidate_worths`: with at most this many candidates a game, every (game,
+    # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
+    # passes of `candidates_per_game` x games, while any remain) ...
+    every_pair_up_to: int
     candidates_per_game: int
-    candidates_per_pass: int  # ... of at most this many (game, candidate) pairs
+    candidates_per_pass: int  # ... a pass of at most this many pairs
 
 
-# Candidate passes. CPU: 256 candidates x 36 rolled states are 9 whole CPU_CHUNKs; greedy on
-# 1000 mid-game positions took 2.1 s at 256 a pass, 2.5 s at 1024, 3.2 s at 4096, and 3-5x
+# Candidate passes. CPU: the valid candidates only (a lookahead's 8 likeliest moves include
+# illegal slots: a self-play decision of 128 games took 238 ms scoring every pair, 132 ms
+# the valid ones); 256 candidates x 36 rolled states are 9 whole CPU_CHUNKs; greedy
+# on 1000 mid-game positions took 2.1 s at 256 a pass, 2.5 s at 1024, 3.2 s at 4096, and 3-5x
 # longer when the rolled states were not a multiple of CPU_CHUNK. GPU: the lookahead of a
 # base.yaml decision (2,048 games x up to 32 candidates) in one pass of 2.4M rolled states,
 # its device memory linear in the pass: 4.8, 9.6 and 19.1 GB at 8, 16 and 32 candidates a
 # game (compiled for an H100, `python train/recipes_h100.py`), so a pass stays under a
 # quarter of the H100's 80 GB beside a training iteration's 5.8 GB.
 LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, join_by_select=False,
-                             gather=False, candidates_per_game=8, candidates_per_pass=256),
+                             gather=False, every_pair_up_to=0, candidates_per_game=8,
+                             candidates_per_pass=256),
              "gpu": Lowering(materialise_in_loop=False, chunked=False, join_by_select=True,
-                             gather=True, candidates_per_game=32,
+                             gather=True, every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536)}
 
 

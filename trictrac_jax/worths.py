@@ -19,15 +19,15 @@ def candidate_worths(states, actions, valid, worth):
     `actions` int32[B, K] are the candidates of each game of `states` [B], `valid`
     bool[B, K] those to score, and `worth(states[P], actions[P]) -> float32[P]` scores
     candidates, a pass of at most `Lowering.candidates_per_pass` pairs at a time (memory
-    stays bounded). With at most `Lowering.candidates_per_game` candidates a game (a
-    lookahead's few likeliest moves, mostly valid), every (game, slot) pair is scored in
-    a fixed number of passes: the compiled program knows its trip count. With more (greedy's
-    every action, mostly illegal), the valid pairs of the whole batch, in order of game then
-    slot, form one flat list scored a pass at a time while any remain: the work follows
-    their number, not B x K."""
+    stays bounded). With at most `Lowering.every_pair_up_to` candidates a game (a
+    lookahead's few likeliest moves on an accelerator), every (game, slot) pair is scored in
+    a fixed number of passes: the compiled program knows its trip count. Otherwise (greedy's
+    every action, mostly illegal; any candidates on the CPU) the valid pairs of the whole
+    batch, in order of game then slot, form one flat list scored a pass at a time while any
+    remain: the work follows their number, not B x K."""
     batch, width = actions.shape
     settings = lowering()
-    if width <= settings.candidates_per_game:
+    if width <= settings.every_pair_up_to:
         per_pass = min(batch * width, settings.candidates_per_pass)
         return _every_pair_worths(states, actions, valid, worth, per_pass)
     per_pass = min(settings.candidates_per_game * batch, settings.candidates_per_pass)

@@ -1,0 +1,150 @@
+"""Strength per self-play decision: each candidate self-play recipe trained from scratch for
+the same number of self-play decisions and updates, its network rated at the same marks.
+
+    python train/strength_per_decision.py --jobs 2 --out runs/spd
+    python train/strength_per_decision.py --recipe gumbel8 --recipe lookahead8 --iterations 60
+
+Every recipe is configs/quick.yaml's size (a 128 x 2 network, 128 games, 32 decisions a game
+and 32 updates of 256 an iteration) with its own search (`RECIPES`), so an iteration is the
+same number of decisions and updates for all. Each trains in its own process (`--jobs` at
+once), checkpointing every `--every` iterations. Each mark's network is then rated on the
+position benchmark (points lost per decision, `tools.rate`) playing its raw policy and its
+lookahead over the rolls, and at the last mark in `--games` games against `--opponent`, both
+seats, with the 1-ply lookahead over its 32 likeliest moves. Writes OUT/strength.md and .json.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+
+import jax  # noqa: E402
+
+from trictrac_jax.az import players  # noqa: E402
+from trictrac_jax.az.evaluation import summarise  # noqa: E402
+from trictrac_jax.tools import positions, rate  # noqa: E402
+
+BASE_CONFIG = "configs/quick.yaml"
+STOCHASTIC = ("search.algorithm=stochastic", "search.max_actions=16",
+              "search.max_num_considered_actions=16")
+LOOKAHEAD = ("search.algorithm=lookahead", "replay.bootstrap=0.8")
+# name -> quick.yaml's overrides: the self-play searches of issue 34 (base.yaml's stochastic
+# search, Gumbel, and champion 2's lookahead over the rolls with TD targets, or without).
+RECIPES = {
+    "stochastic16": (*STOCHASTIC, "search.num_simulations=16"),
+    "stochastic64": (*STOCHASTIC, "search.num_simulations=64"),
+    "gumbel8": ("search.algorithm=gumbel", "search.num_simulations=8",
+                "search.max_num_considered_actions=8"),
+    "gumbel16": ("search.algorithm=gumbel", "search.num_simulations=16",
+                 "search.max_num_considered_actions=16"),
+    "lookahead8": (*LOOKAHEAD, "search.max_num_considered_actions=8"),
+    "lookahead16": (*LOOKAHEAD, "search.max_num_considered_actions=16"),
+    "lookahead32": (*LOOKAHEAD, "search.max_num_considered_actions=32"),
+    "lookahead16-outcome": ("search.algorithm=lookahead", "replay.bootstrap=0",
+                            "search.max_num_considered_actions=16"),
+}
+PLAYS = ("policy", "rolls:32")  # how each network plays the benchmark
+
+
+def train(name: str, out: pathlib.Path, iterations: int, every: int, seed: int) -> float:
+    """Train recipe `name` from scratch in a fresh process; its wall-clock seconds."""
+    command = [sys.executable, str(pathlib.Path(__file__).with_name("az.py")),
+               "--config", BASE_CONFIG, "--set", f"run.dir={out / name}",
+               "--set", f"run.seed={seed}", "--set", f"training.iterations={iterations}",
+               "--set", f"checkpoint.every={every}", "--set", "checkpoint.keep_last=1000",
+               "--set", f"evaluation.every={iterations + 1}", "--set", "logging.tensorboard=false"]
+    for override in RECIPES[name]:
+        command += ["--set", override]
+    start = time.time()
+    with open(out / f"{name}.log", "w") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+    return time.time() - start
+
+
+def rate_mark(name: str, checkpoint: pathlib.Path, bench, states, last: bool, args) -> dict:
+    """The network at `checkpoint` on the benchmark (each of PLAYS), and at the last mark
+    in a match against `args.opponent`."""
+    row = {"recipe": name, "iteration": int(checkpoint.name)}
+    for play in PLAYS:
+        agent = players.load_agent(f"{checkpoint}@{play}")
+        r = rate.rate(play, agent, bench, states)
+        row[play] = rate.as_json(r)["mean_loss"]
+    if last:
+        params, config = players.load_network(str(checkpoint))
+        match = players.evaluator(config, args.opponent, args.games, players.Play(lookahead=32))
+        result = summarise(match(params, jax.random.PRNGKey(args.seed)))
+        lo, hi = result.interval()
+        row["match"] = {"win_rate": result.win_rate, "lo": lo, "hi": hi, "games": result.games}
+    return row
+
+
+def table(rows: list[dict], args, seconds: dict) -> str:
+    """The ratings as a markdown table."""
+    games, updates = 128 * 32, 32  # quick.yaml: decisions and updates an iteration
+    head = (f"| recipe (quick.yaml +) | iteration | self-play decisions | updates | loss a "
+            f"decision, raw policy [95%] | loss a decision, lookahead over the rolls [95%] | "
+            f"vs `{args.opponent}`, {args.games} games [95%] | training s |\n"
+            + "|---|---|---|---|---|---|---|---|\n")
+    interval = lambda i: f"{i['value']:.3f} [{i['low']:.3f}, {i['high']:.3f}]"
+    lines = []
+    for r in rows:
+        m = r.get("match")
+        match = (f"{100 * m['win_rate']:.1f}% [{100 * m['lo']:.1f}, {100 * m['hi']:.1f}]"
+                 if m else "")
+        lines.append(f"| {r['recipe']} | {r['iteration']} | {r['iteration'] * games:,} | "
+                     f"{r['iteration'] * updates:,} | {interval(r['policy'])} | "
+                     f"{interval(r['rolls:32'])} | {match} | "
+                     f"{seconds.get(r['recipe'], 0):.0f} |")
+    return head + "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--recipe", action="append", choices=sorted(RECIPES),
+                   help="a recipe to train (repeatable; default: all)")
+    p.add_argument("--iterations", type=int, default=120)
+    p.add_argument("--every", type=int, default=40, help="iterations between rated marks")
+    p.add_argument("--jobs", type=int, default=1, help="recipes trained at once")
+    p.add_argument("--opponent", default="greedy")
+    p.add_argument("--games", type=int, default=400, help="games of the last mark's match")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/strength_per_decision")
+    args = p.parse_args(argv)
+    if args.games < 2 or args.games % 2:
+        p.error(f"--games: must be an even number >= 2, got {args.games}")
+    if args.every < 1 or args.iterations % args.every:
+        p.error(f"--iterations ({args.iterations}) must be a multiple of --every ({args.every})")
+    names = args.recipe or list(RECIPES)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        runs = {n: pool.submit(train, n, out, args.iterations, args.every, args.seed)
+                for n in names}
+        seconds = {}
+        for n, run in runs.items():
+            seconds[n] = run.result()
+            print(f"[{n}] trained in {seconds[n]:.0f}s", flush=True)
+    bench = positions.load(positions.PATH)
+    states = positions.states(bench)
+    rows = []
+    for n in names:
+        for iteration in range(args.every, args.iterations + 1, args.every):
+            checkpoint = out / n / "checkpoints" / str(iteration)
+            rows.append(rate_mark(n, checkpoint, bench, states,
+                                  iteration == args.iterations, args))
+            print(json.dumps(rows[-1]), flush=True)
+    (out / "strength.json").write_text(json.dumps({"seconds": seconds, "rows": rows}, indent=1))
+    (out / "strength.md").write_text(table(rows, args, seconds))
+    print(table(rows, args, seconds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
