@@ -13,7 +13,7 @@ from trictrac_jax.agents import first_agent
 from trictrac_jax.az import expectimax as X
 from trictrac_jax.az import players
 from trictrac_jax.az.model import model_from_config
-from trictrac_jax.env import CHANCE_DICE, Trictrac, dice_to_outcome
+from trictrac_jax.env import CHANCE_DICE, DISTINCT_OUTCOMES, Trictrac, dice_to_outcome
 from trictrac_jax.state import TS_HOLD_OR_GO
 from trictrac_jax.tools import positions, rate
 
@@ -79,7 +79,7 @@ def test_mirrored_rolls_score_alike(small):
     picked, states = small
     best = picked.actions()[np.arange(len(picked)), np.nanargmax(picked.values(), -1)]
     after = jax.vmap(ENV.step_deterministic)(states, jnp.asarray(best))
-    low = X.DISTINCT_ROLLS[CHANCE_DICE[X.DISTINCT_ROLLS, 0] < CHANCE_DICE[X.DISTINCT_ROLLS, 1]]
+    low = DISTINCT_OUTCOMES[CHANCE_DICE[DISTINCT_OUTCOMES, 0] < CHANCE_DICE[DISTINCT_OUTCOMES, 1]]
     high = dice_to_outcome(CHANCE_DICE[low][:, ::-1])
     roll = jax.jit(jax.vmap(jax.vmap(ENV.chance_step, in_axes=(None, 0)), in_axes=(0, None)))
     a, b = roll(after, jnp.asarray(low)), roll(after, jnp.asarray(high))

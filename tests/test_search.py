@@ -240,6 +240,8 @@ def test_lookahead_plays_the_best_afterstate_among_the_policy_top_k(cases):
 
 
 def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
+    """The worths, computed roll by roll, and the best of them played; with `distinct`
+    rolls, each roll counted as its mirror with the lower die first."""
     net, top_k = ObsNet(jax.random.PRNGKey(5)), 4
     model = Model(ENV, net, "outcome", 72.0)
     lookahead = jax.jit(functools.partial(S.lookahead, model=model, top_k=top_k, rolls=True))
@@ -251,12 +253,14 @@ def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
         mover = int(state.current_player)
         top = policy_top(net, state, top_k)
 
-        def value(action):  # the mover's mean over the rolls, computed roll by roll
+        def value(action, distinct=False):  # the mover's mean over the rolls, roll by roll
             after = step(state, action)
             if bool(after.terminated):
                 return float(after.rewards[mover])
             total = 0.0
             for outcome in range(36):
+                if distinct:  # a roll's mirror counts as the roll with the lower die first
+                    outcome = int(tt.dice_to_outcome(np.sort(tt.CHANCE_DICE[outcome])))
                 nxt = roll(after, outcome)
                 if bool(nxt.terminated | nxt.truncated):
                     total += float(nxt.rewards[mover])
@@ -268,6 +272,8 @@ def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
         batch = jax.tree.map(lambda x: jnp.repeat(x[None], len(top), 0), state)
         worth = M.rolled_worth(model, None, jnp.array(top, jnp.int32), batch)
         np.testing.assert_allclose(worth, [values[a] for a in top], atol=1e-5)
+        distinct = M.rolled_worth(model, None, jnp.array(top, jnp.int32), batch, distinct=True)
+        np.testing.assert_allclose(distinct, [value(a, True) for a in top], atol=1e-5)
         assert actions[b] in top
         assert values[actions[b]] == pytest.approx(max(values.values()), abs=1e-5)
 

@@ -6,6 +6,7 @@ The game is a set of pure functions of one `State` (use `jax.vmap` for a batch):
     step(state, action, key, max_steps)        step_deterministic, then chance_step
     step_deterministic(state, action, max_steps)   the decision: an afterstate
     chance_step(state, outcome, max_steps)     the dice of outcome 0..35, scored
+    every_roll(afterstates, max_steps, distinct)   a batch after each roll (36, or 21)
 
 and `Trictrac` is a thin class over them with pgx's `Env` interface, which holds
 `max_steps` and calls each function compiled (`jax.jit`, once per `max_steps`): called on
@@ -51,6 +52,17 @@ NUM_CHANCE_OUTCOMES = 36
 # Outcome k is the ordered roll (k // 6 + 1, k % 6 + 1).
 CHANCE_DICE = np.stack(np.divmod(np.arange(36, dtype=np.int32), 6), -1) + 1
 CHANCE_PROBS = np.full(NUM_CHANCE_OUTCOMES, 1.0 / NUM_CHANCE_OUTCOMES, np.float32)
+# The 21 distinct rolls (the outcomes with the lower die first) and their probabilities: a
+# roll and its mirror (2-1, 1-2) score alike and allow the same positions (tests/test_rate.py);
+# only the order of `_dice`, hence the observation and the action numbers, differ.
+DISTINCT_OUTCOMES = np.flatnonzero(CHANCE_DICE[:, 0] <= CHANCE_DICE[:, 1]).astype(np.int32)
+DISTINCT_PROBS = (np.where(CHANCE_DICE[DISTINCT_OUTCOMES, 0] == CHANCE_DICE[DISTINCT_OUTCOMES, 1],
+                           1.0, 2.0) / NUM_CHANCE_OUTCOMES).astype(np.float32)
+
+
+def roll_probs(distinct: bool = False) -> np.ndarray:
+    """float32[R]: the probabilities of `every_roll`'s rolls (R = 36, or 21 if `distinct`)."""
+    return DISTINCT_PROBS if distinct else CHANCE_PROBS
 
 
 def dice_to_outcome(dice):
@@ -148,13 +160,14 @@ def _chance(state: State, outcome, max_steps: int | None, observed: bool) -> Sta
     return select_tree(state.is_chance & valid, rolled, keep)
 
 
-def every_roll(afterstates: State, max_steps: int | None = DEFAULT_MAX_STEPS
-               ) -> tuple[State, State]:
-    """(repeated, rolled), both [P * 36]: each of `afterstates` [P] once per roll, and
-    the position after that roll; an afterstate's 36 rolls are together, in outcome
-    order (weights `CHANCE_PROBS`)."""
-    repeated = jax.tree.map(lambda x: jnp.repeat(x, NUM_CHANCE_OUTCOMES, axis=0), afterstates)
-    outcomes = jnp.tile(jnp.arange(NUM_CHANCE_OUTCOMES), afterstates.current_player.shape[0])
+def every_roll(afterstates: State, max_steps: int | None = DEFAULT_MAX_STEPS,
+               distinct: bool = False) -> tuple[State, State]:
+    """(repeated, rolled), both [P * R]: each of `afterstates` [P] once per roll, and
+    the position after that roll; an afterstate's R rolls are together, in outcome order,
+    weighted by `roll_probs(distinct)`: the 36 ordered rolls, or the 21 distinct ones."""
+    outcomes = DISTINCT_OUTCOMES if distinct else np.arange(NUM_CHANCE_OUTCOMES, dtype=np.int32)
+    repeated = jax.tree.map(lambda x: jnp.repeat(x, outcomes.size, axis=0), afterstates)
+    outcomes = jnp.tile(outcomes, afterstates.current_player.shape[0])
     roll = functools.partial(chance_step, max_steps=max_steps)
     return repeated, jax.vmap(roll)(repeated, outcomes)
 
@@ -292,7 +305,7 @@ _init = jax.jit(init)
 _step = _compiled(step)
 _step_deterministic = _compiled(step_deterministic)
 _chance_step = _compiled(chance_step)
-_every_roll = _compiled(every_roll)
+_every_roll = jax.jit(every_roll, static_argnames=("max_steps", "distinct"))
 _restore = _compiled(restore)
 _observe = jax.jit(observe)
 
@@ -341,9 +354,10 @@ class Trictrac:
         """`chance_step`: the dice of chance outcome `outcome` (0..35)."""
         return _chance_step(state, outcome, max_steps=self.max_steps)
 
-    def every_roll(self, afterstates: State) -> tuple[State, State]:
-        """`every_roll`: each of `afterstates` [P] after each of the 36 rolls, [P * 36]."""
-        return _every_roll(afterstates, max_steps=self.max_steps)
+    def every_roll(self, afterstates: State, distinct: bool = False) -> tuple[State, State]:
+        """`every_roll`: each of `afterstates` [P] after each of the 36 rolls (21 distinct
+        ones if `distinct`), [P * R]."""
+        return _every_roll(afterstates, max_steps=self.max_steps, distinct=distinct)
 
     def observe(self, state: State, player_id=None):
         """float32[217]: `observe` as pgx's `Env.observe` (default: the player to move)."""

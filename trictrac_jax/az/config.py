@@ -143,6 +143,9 @@ class SearchConfig(Section):
     # lookahead: self-play draws its move, and the policy target is, softmax(worth / T);
     # worths are in value units (points / selfplay.margin_scale for `points`)
     worth_temperature: float = setting(0.01, at_least(1e-6))
+    # lookahead: the 21 distinct rolls, each weighted by its probability, rather than the 36
+    # ordered ones (21/36 of the work; the network sees each roll with the lower die first)
+    distinct_rolls: bool = setting(False)
 
 
 @dataclasses.dataclass(frozen=True)

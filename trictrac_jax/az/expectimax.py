@@ -26,23 +26,15 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from trictrac_jax.az import model as M
 from trictrac_jax.az import network as N
 from trictrac_jax.az import search as S
 from trictrac_jax.az.base import Model, Params
 from trictrac_jax.arrays import select_tree
-from trictrac_jax.env import CHANCE_DICE, CHANCE_PROBS, dice_to_outcome
+from trictrac_jax.env import DISTINCT_PROBS
 from trictrac_jax.worths import candidate_worths
 from trictrac_jax.state import State
-
-# The 21 distinct rolls, lower die first (outcomes in index order), and their probabilities.
-DISTINCT_ROLLS = np.flatnonzero(CHANCE_DICE[:, 0] <= CHANCE_DICE[:, 1]).astype(np.int32)
-DISTINCT_PROBS = np.where(CHANCE_DICE[DISTINCT_ROLLS, 0] == CHANCE_DICE[DISTINCT_ROLLS, 1],
-                          1.0, 2.0).astype(np.float32) * CHANCE_PROBS[0]
-assert np.isclose(DISTINCT_PROBS.sum(), 1.0) and np.array_equal(
-    dice_to_outcome(CHANCE_DICE[DISTINCT_ROLLS]), DISTINCT_ROLLS)
 
 
 def reply_worth(model: Model, params: Params, states: State, top_k: int):
@@ -60,11 +52,10 @@ def two_ply_worths(model: Model, params: Params, states: State, actions, top_k: 
     """float32[P]: the mover's worth of `actions` int32[P] in decision `states` [P] (module
     docstring), exact over the dice: the mean over the rolls after the move of the roll's
     reward plus the discounted `reply_worth` of the decision it leads to."""
-    env, rolls = model.env, DISTINCT_ROLLS.size
-    after = jax.vmap(env.step_deterministic)(states, actions)
+    env, rolls = model.env, DISTINCT_PROBS.size
+    afters, rolled = env.every_roll(jax.vmap(env.step_deterministic)(states, actions),
+                                    distinct=True)
     each = lambda x: jnp.repeat(x, rolls, axis=0)
-    afters = jax.tree.map(each, after)
-    rolled = jax.vmap(env.chance_step)(afters, jnp.tile(DISTINCT_ROLLS, actions.shape[0]))
     mover = states.current_player
     o = M.transition(model, params, afters, rolled, each(mover),
                      each(M.banked(model, states, mover)))

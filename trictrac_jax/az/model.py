@@ -18,7 +18,7 @@ from flax import struct
 from trictrac_jax.az import network as N
 from trictrac_jax.az.base import Evaluation, Model, Params
 from trictrac_jax.az.config import Config
-from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, sample_outcome
+from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, roll_probs, sample_outcome
 from trictrac_jax.state import State, score_lead
 
 
@@ -136,15 +136,17 @@ def sampled_fn(model: Model, params: Params, key, action, states: State):
     return transition(model, params, after, nxt, mover, banked(model, states, mover)), nxt
 
 
-def rolled_worth(model: Model, params: Params, action, states: State):
+def rolled_worth(model: Model, params: Params, action, states: State, distinct: bool = False):
     """float32[B]: the mover's worth of playing `action` [B] in `states` [B], relative to his
-    banked margin: the mean over the 36 rolls of the roll's reward plus the discounted value of
-    the position it leads to (a stochastic search's backup one ply below the afterstate)."""
+    banked margin: the mean over the rolls of the roll's reward plus the discounted value of
+    the position it leads to (a stochastic search's backup one ply below the afterstate).
+    The rolls: the 36 ordered ones, or if `distinct` the 21 distinct ones weighted by their
+    probabilities (the same positions; the network sees the lower die first)."""
     env = model.env
-    afters, rolled = env.every_roll(jax.vmap(env.step_deterministic)(states, action))
+    afters, rolled = env.every_roll(jax.vmap(env.step_deterministic)(states, action), distinct)
+    probs = roll_probs(distinct)
     mover = states.current_player
-    each = lambda x: jnp.repeat(x, NUM_CHANCE_OUTCOMES, axis=0)
+    each = lambda x: jnp.repeat(x, probs.size, axis=0)
     o = transition(model, params, afters, rolled, each(mover),
                    each(banked(model, states, mover)))
-    backed_up = (o.reward + o.discount * o.value).reshape(-1, NUM_CHANCE_OUTCOMES)
-    return backed_up @ env.chance_probs
+    return (o.reward + o.discount * o.value).reshape(-1, probs.size) @ probs

@@ -200,10 +200,11 @@ def lookahead_search(params: Params, key, states: State, *, model: Model,
     `model.rolled_worth`. The policy is softmax(worth / `config.worth_temperature`) over
     them, the move is drawn from it (`explore`) or the best (ties to the likelier), and the
     value is the best worth: a one-step expectimax backup of the value network, the target
-    that `replay.bootstrap` learns from. No tree (`tree` is None)."""
+    that `replay.bootstrap` learns from. `config.distinct_rolls`: over the 21 distinct
+    rolls rather than the 36 ordered ones. No tree (`tree` is None)."""
     actions, legal, value = likeliest(model, params, states, config.max_num_considered_actions)
-    worth = candidate_worths(states, actions, legal,
-                             lambda s, a: M.rolled_worth(model, params, a, s))
+    worth = candidate_worths(states, actions, legal, lambda s, a: M.rolled_worth(
+        model, params, a, s, config.distinct_rolls))
     scaled = worth / config.worth_temperature
     slot = jax.random.categorical(key, scaled) if explore else jnp.argmax(worth, -1)
     best = jnp.max(worth, -1)
