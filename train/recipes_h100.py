@@ -45,6 +45,15 @@ RECIPES = {
     "lookahead8": ("search.algorithm=lookahead", "search.max_num_considered_actions=8"),
     "lookahead16": ("search.algorithm=lookahead", "search.max_num_considered_actions=16"),
     "lookahead32": ("search.algorithm=lookahead", "search.max_num_considered_actions=32"),
+    "lookahead8-21": ("search.algorithm=lookahead", "search.max_num_considered_actions=8",
+                      "search.distinct_rolls=true"),
+    "lookahead16-21": ("search.algorithm=lookahead", "search.max_num_considered_actions=16",
+                       "search.distinct_rolls=true"),
+    "lookahead8-21-bf16": ("search.algorithm=lookahead", "search.max_num_considered_actions=8",
+                           "search.distinct_rolls=true", "network.inference_dtype=bfloat16"),
+    "lookahead16-21-bf16": ("search.algorithm=lookahead",
+                            "search.max_num_considered_actions=16",
+                            "search.distinct_rolls=true", "network.inference_dtype=bfloat16"),
 }
 TIME_LABEL = "H100 estimate (compiled program, model in docs/gpu-program.md)"
 

@@ -35,7 +35,8 @@ STOCHASTIC = ("search.algorithm=stochastic", "search.max_actions=16",
               "search.max_num_considered_actions=16")
 LOOKAHEAD = ("search.algorithm=lookahead", "replay.bootstrap=0.8")
 # name -> quick.yaml's overrides: the self-play searches of issue 34 (base.yaml's stochastic
-# search, Gumbel, and champion 2's lookahead over the rolls with TD targets, or without).
+# search, Gumbel, and champion 2's lookahead over the rolls with TD targets, or without;
+# -21: over the 21 distinct rolls).
 RECIPES = {
     "stochastic16": (*STOCHASTIC, "search.num_simulations=16"),
     "stochastic64": (*STOCHASTIC, "search.num_simulations=64"),
@@ -48,6 +49,10 @@ RECIPES = {
     "lookahead32": (*LOOKAHEAD, "search.max_num_considered_actions=32"),
     "lookahead16-outcome": ("search.algorithm=lookahead", "replay.bootstrap=0",
                             "search.max_num_considered_actions=16"),
+    "lookahead8-21": (*LOOKAHEAD, "search.max_num_considered_actions=8",
+                      "search.distinct_rolls=true"),
+    "lookahead16-21": (*LOOKAHEAD, "search.max_num_considered_actions=16",
+                       "search.distinct_rolls=true"),
 }
 PLAYS = ("policy", "rolls:32")  # how each network plays the benchmark
 

@@ -120,6 +120,10 @@ class EnvConfig(Section):
 class NetworkConfig(Section):
     width: int = setting(256, at_least(8))
     blocks: int = setting(4, at_least(0))
+    # The network's evaluations in self-play's search, evaluation and play (`model.net`);
+    # its training computes in float32. bfloat16 halves their activations' bytes on a GPU
+    # (the CPU emulates it, slowly).
+    inference_dtype: str = setting("float32", one_of("float32", "bfloat16"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """The policy-value network: a residual MLP over the 217-float observation (mover's view)."""
 from __future__ import annotations
 
+from typing import Any
+
 import flax.linen as nn
 import jax.numpy as jnp
 
@@ -15,35 +17,37 @@ class ResidualBlock(nn.Module):
     """Pre-norm residual block: x + Dense(relu(LN(Dense(relu(LN(x))))))."""
 
     width: int
+    dtype: Any = jnp.float32  # of the computation; the parameters stay float32
 
     @nn.compact
     def __call__(self, x):  # [..., width] -> [..., width]
-        y = nn.Dense(self.width)(nn.relu(nn.LayerNorm()(x)))
-        y = nn.Dense(self.width)(nn.relu(nn.LayerNorm()(y)))
+        y = nn.Dense(self.width, dtype=self.dtype)(nn.relu(nn.LayerNorm(dtype=self.dtype)(x)))
+        y = nn.Dense(self.width, dtype=self.dtype)(nn.relu(nn.LayerNorm(dtype=self.dtype)(y)))
         return x + y
 
 
 class PolicyValueNet(nn.Module):
     """observation float32[..., 217] -> (logits float32[..., 514], value float32[...] in
-    [-1, 1], the mover's expected utility)."""
+    [-1, 1], the mover's expected utility), computed in `dtype` (the parameters float32)."""
 
     width: int = 256
     blocks: int = 4
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, obs):
-        x = nn.Dense(self.width)(obs)
+        x = nn.Dense(self.width, dtype=self.dtype)(obs)
         for _ in range(self.blocks):
-            x = ResidualBlock(self.width)(x)
-        x = nn.relu(nn.LayerNorm()(x))
-        logits = nn.Dense(NUM_ACTIONS)(x)
-        value = jnp.tanh(nn.Dense(1)(x)[..., 0])
+            x = ResidualBlock(self.width, self.dtype)(x)
+        x = nn.relu(nn.LayerNorm(dtype=self.dtype)(x))
+        logits = nn.Dense(NUM_ACTIONS, dtype=self.dtype)(x).astype(jnp.float32)
+        value = jnp.tanh(nn.Dense(1, dtype=self.dtype)(x)[..., 0].astype(jnp.float32))
         return logits, value
 
 
-def make_network(config) -> PolicyValueNet:
-    """The network of a `NetworkConfig` (config.network)."""
-    return PolicyValueNet(width=config.width, blocks=config.blocks)
+def make_network(config, dtype=jnp.float32) -> PolicyValueNet:
+    """The network of a `NetworkConfig` (config.network), computing in `dtype`."""
+    return PolicyValueNet(width=config.width, blocks=config.blocks, dtype=dtype)
 
 
 def init_params(net: PolicyValueNet, key):
