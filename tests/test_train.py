@@ -465,6 +465,29 @@ def test_a_run_of_the_lookahead_search_learns_its_values(tmp_path):
     assert record["policy_loss"] == record["policy_loss"]
 
 
+def test_bfloat16_inference_evaluates_the_same_parameters():
+    """network.inference_dtype=bfloat16: the model's evaluations (search, evaluation, play)
+    compute the float32 parameters in bfloat16, within its precision of float32's; the
+    training step's network computes in float32."""
+    from trictrac_jax.az.model import evaluate, model_from_config
+    from trictrac_jax.env import Trictrac
+    config = load_config(ROOT / "configs" / "quick.yaml", ["network.inference_dtype=bfloat16"])
+    params = T.new_state(config, jax.random.PRNGKey(0)).params
+    assert all(x.dtype == np.float32 for x in jax.tree.leaves(params))
+    keys = jax.random.split(jax.random.PRNGKey(1), 32)
+    states = jax.vmap(Trictrac().init)(keys)
+    half = evaluate(model_from_config(config), params, states)
+    full = evaluate(model_from_config(config.replace(
+        network=config.network.replace(inference_dtype="float32"))), params, states)
+    legal = np.asarray(states.legal_action_mask)
+    assert half.value.dtype == full.value.dtype == np.float32
+    assert not np.array_equal(half.value, full.value)
+    np.testing.assert_allclose(half.value, full.value, atol=0.03)
+    np.testing.assert_allclose(np.asarray(half.logits)[legal], np.asarray(full.logits)[legal],
+                               atol=0.1)
+    assert N.make_network(config.network).dtype == np.float32  # as `T.train_step` makes it
+
+
 def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp_path):
     """A config with more blocks than the network starts the extra ones as the identity:
     the deeper network's logits and values are the source's, and it then trains them."""

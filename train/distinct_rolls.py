@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     chosen = [np.take_along_axis(a, np.argmax(w, -1)[:, None], -1)[:, 0]
               for a, w in (ordered, distinct)]
     scored = np.isfinite(ordered[1])
-    gap = np.abs(ordered[1] - distinct[1])[scored]
+    gap = np.abs(ordered[1][scored] - distinct[1][scored])
     print(f"{args.network}, its {args.top_k} likeliest moves over the rolls, "
           f"{len(bench)} benchmark decisions ({int(scored.sum())} moves valued):")
     print(f"- same move chosen in {np.mean(chosen[0] == chosen[1]):.1%} of decisions")
