@@ -72,6 +72,12 @@ def train(name: str, out: pathlib.Path, iterations: int, every: int, seed: int) 
     return time.time() - start
 
 
+def training_seconds(run_dir: pathlib.Path) -> float:
+    """The run's seconds of training iterations, from its metrics.jsonl."""
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return sum(r.get("iteration_s", 0.0) for r in records)
+
+
 def rate_mark(name: str, checkpoint: pathlib.Path, bench, states, last: bool, args) -> dict:
     """The network at `checkpoint` on the benchmark (each of PLAYS), and at the last mark
     in a match against `args.opponent`."""
@@ -89,13 +95,13 @@ def rate_mark(name: str, checkpoint: pathlib.Path, bench, states, last: bool, ar
     return row
 
 
-def table(rows: list[dict], args, seconds: dict) -> str:
+def table(rows: list[dict], args) -> str:
     """The ratings as a markdown table."""
     games, updates = 128 * 32, 32  # quick.yaml: decisions and updates an iteration
     head = (f"| recipe (quick.yaml +) | iteration | self-play decisions | updates | loss a "
             f"decision, raw policy [95%] | loss a decision, lookahead over the rolls [95%] | "
-            f"vs `{args.opponent}`, {args.games} games [95%] | training s |\n"
-            + "|---|---|---|---|---|---|---|---|\n")
+            f"vs `{args.opponent}`, {args.games} games [95%] |\n"
+            + "|---|---|---|---|---|---|---|\n")
     interval = lambda i: f"{i['value']:.3f} [{i['low']:.3f}, {i['high']:.3f}]"
     lines = []
     for r in rows:
@@ -104,8 +110,7 @@ def table(rows: list[dict], args, seconds: dict) -> str:
                  if m else "")
         lines.append(f"| {r['recipe']} | {r['iteration']} | {r['iteration'] * games:,} | "
                      f"{r['iteration'] * updates:,} | {interval(r['policy'])} | "
-                     f"{interval(r['rolls:32'])} | {match} | "
-                     f"{seconds.get(r['recipe'], 0):.0f} |")
+                     f"{interval(r['rolls:32'])} | {match} |")
     return head + "\n".join(lines) + "\n"
 
 
@@ -121,6 +126,10 @@ def main(argv=None) -> int:
     p.add_argument("--games", type=int, default=400, help="games of the last mark's match")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/strength_per_decision")
+    step = p.add_mutually_exclusive_group()
+    step.add_argument("--train-only", action="store_true", help="train, rate later")
+    step.add_argument("--rate-only", action="store_true",
+                      help="rate the recipes' runs already in OUT")
     args = p.parse_args(argv)
     if args.games < 2 or args.games % 2:
         p.error(f"--games: must be an even number >= 2, got {args.games}")
@@ -129,13 +138,17 @@ def main(argv=None) -> int:
     names = args.recipe or list(RECIPES)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        runs = {n: pool.submit(train, n, out, args.iterations, args.every, args.seed)
-                for n in names}
-        seconds = {}
-        for n, run in runs.items():
-            seconds[n] = run.result()
-            print(f"[{n}] trained in {seconds[n]:.0f}s", flush=True)
+    if args.rate_only:
+        names = [n for n in names if (out / n / "checkpoints" / str(args.iterations)).is_dir()]
+        seconds = {n: training_seconds(out / n) for n in names}
+    else:
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            runs = {n: pool.submit(train, n, out, args.iterations, args.every, args.seed)
+                    for n in names}
+            seconds = {n: run.result() for n, run in runs.items()}
+        print(f"trained: {seconds}", flush=True)
+        if args.train_only:
+            return 0
     bench = positions.load(positions.PATH)
     states = positions.states(bench)
     rows = []
@@ -146,8 +159,8 @@ def main(argv=None) -> int:
                                   iteration == args.iterations, args))
             print(json.dumps(rows[-1]), flush=True)
     (out / "strength.json").write_text(json.dumps({"seconds": seconds, "rows": rows}, indent=1))
-    (out / "strength.md").write_text(table(rows, args, seconds))
-    print(table(rows, args, seconds))
+    (out / "strength.md").write_text(table(rows, args))
+    print(table(rows, args))
     return 0
 
 
