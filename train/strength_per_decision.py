@@ -4,13 +4,15 @@ the same number of self-play decisions and updates, its network rated at the sam
     python train/strength_per_decision.py --jobs 2 --out runs/spd
     python train/strength_per_decision.py --recipe gumbel8 --recipe lookahead8 --iterations 60
 
-Every recipe is configs/quick.yaml's size (a 128 x 2 network, 128 games, 32 decisions a game
-and 32 updates of 256 an iteration) with its own search (`RECIPES`), so an iteration is the
-same number of decisions and updates for all. Each trains in its own process (`--jobs` at
-once), checkpointing every `--every` iterations. Each mark's network is then rated on the
-position benchmark (points lost per decision, `tools.rate`) playing its raw policy and its
-lookahead over the rolls, and at the last mark in `--games` games against `--opponent`, both
-seats, with the 1-ply lookahead over its 32 likeliest moves. Writes OUT/strength.md and .json.
+Every recipe is configs/quick.yaml's size (a 128 x 2 network; an iteration: 128 games each
+advanced 32 decisions, then 32 updates of 256) with its own search (`RECIPES`), so an
+iteration is the same number of decisions and updates for all. Each trains from scratch in
+its own process (`--jobs` at once), checkpointing every `--every` iterations. Each mark's
+network is then rated on the position benchmark (points lost per decision, `tools.rate`)
+playing its raw policy and its lookahead over the rolls, and at the last mark in `--games`
+games against `--opponent`, both seats, with the 1-ply lookahead over its 32 likeliest
+moves. Writes OUT/strength.md and .json; marks already in the .json are not rated again
+(`--rate-only`: rate the runs in OUT, train nothing).
 """
 from __future__ import annotations
 
@@ -70,12 +72,6 @@ def train(name: str, out: pathlib.Path, iterations: int, every: int, seed: int) 
     with open(out / f"{name}.log", "w") as log:
         subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
     return time.time() - start
-
-
-def training_seconds(run_dir: pathlib.Path) -> float:
-    """The run's seconds of training iterations, from its metrics.jsonl."""
-    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return sum(r.get("iteration_s", 0.0) for r in records)
 
 
 def rate_mark(name: str, checkpoint: pathlib.Path, bench, states, last: bool, args) -> dict:
@@ -140,25 +136,34 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.rate_only:
         names = [n for n in names if (out / n / "checkpoints" / str(args.iterations)).is_dir()]
-        seconds = {n: training_seconds(out / n) for n in names}
     else:
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            runs = {n: pool.submit(train, n, out, args.iterations, args.every, args.seed)
-                    for n in names}
-            seconds = {n: run.result() for n, run in runs.items()}
-        print(f"trained: {seconds}", flush=True)
+            for n, run in [(n, pool.submit(train, n, out, args.iterations, args.every,
+                                           args.seed)) for n in names]:
+                print(f"[{n}] trained in {run.result():.0f}s", flush=True)
         if args.train_only:
             return 0
     bench = positions.load(positions.PATH)
     states = positions.states(bench)
+    # the marks rated before (same opponent and games) are kept, not rated again
+    saved = out / "strength.json"
+    rated = {(r["recipe"], r["iteration"]): r
+             for r in (json.loads(saved.read_text())["rows"] if saved.is_file() else [])
+             if r.get("opponent", args.opponent) == args.opponent
+             and r.get("games", args.games) == args.games}
     rows = []
     for n in names:
         for iteration in range(args.every, args.iterations + 1, args.every):
-            checkpoint = out / n / "checkpoints" / str(iteration)
-            rows.append(rate_mark(n, checkpoint, bench, states,
-                                  iteration == args.iterations, args))
-            print(json.dumps(rows[-1]), flush=True)
-    (out / "strength.json").write_text(json.dumps({"seconds": seconds, "rows": rows}, indent=1))
+            last = iteration == args.iterations
+            row = rated.get((n, iteration))
+            if row is None or (last and "match" not in row):
+                row = {**rate_mark(n, out / n / "checkpoints" / str(iteration), bench, states,
+                                   last, args), "opponent": args.opponent, "games": args.games}
+                print(json.dumps(row), flush=True)
+            rows.append(row)
+    kept = [r for k, r in rated.items() if k[0] not in names]  # other recipes' rows
+    rows = kept + rows
+    saved.write_text(json.dumps({"rows": rows}, indent=1))
     (out / "strength.md").write_text(table(rows, args))
     print(table(rows, args))
     return 0
