@@ -36,24 +36,27 @@ from trictrac_jax.tools import measure  # noqa: E402
 from trictrac_jax.tools.gpu_report import BASE_CONFIG, program_record  # noqa: E402
 
 # name -> base.yaml's overrides: the self-play searches compared in docs/training.md
-# ("Choosing base.yaml").
+# ("Choosing base.yaml"), each named in full (whatever base.yaml's own search).
+STOCHASTIC = ("search.algorithm=stochastic", "search.max_num_considered_actions=16")
+LOOKAHEAD = ("search.algorithm=lookahead",)
+DISTINCT = ("search.distinct_rolls=true",)
+BFLOAT16 = ("network.inference_dtype=bfloat16",)
 RECIPES = {
-    "stochastic64": (),
-    "stochastic16": ("search.num_simulations=16",),
+    "stochastic64": (*STOCHASTIC, "search.num_simulations=64"),
+    "stochastic16": (*STOCHASTIC, "search.num_simulations=16"),
+    "gumbel8": ("search.algorithm=gumbel", "search.num_simulations=8",
+                "search.max_num_considered_actions=8"),
     "gumbel16": ("search.algorithm=gumbel", "search.num_simulations=16",
                  "search.max_num_considered_actions=16"),
-    "lookahead8": ("search.algorithm=lookahead", "search.max_num_considered_actions=8"),
-    "lookahead16": ("search.algorithm=lookahead", "search.max_num_considered_actions=16"),
-    "lookahead32": ("search.algorithm=lookahead", "search.max_num_considered_actions=32"),
-    "lookahead8-21": ("search.algorithm=lookahead", "search.max_num_considered_actions=8",
-                      "search.distinct_rolls=true"),
-    "lookahead16-21": ("search.algorithm=lookahead", "search.max_num_considered_actions=16",
-                       "search.distinct_rolls=true"),
-    "lookahead8-21-bf16": ("search.algorithm=lookahead", "search.max_num_considered_actions=8",
-                           "search.distinct_rolls=true", "network.inference_dtype=bfloat16"),
-    "lookahead16-21-bf16": ("search.algorithm=lookahead",
-                            "search.max_num_considered_actions=16",
-                            "search.distinct_rolls=true", "network.inference_dtype=bfloat16"),
+    "lookahead8": (*LOOKAHEAD, "search.max_num_considered_actions=8"),
+    "lookahead16": (*LOOKAHEAD, "search.max_num_considered_actions=16"),
+    "lookahead32": (*LOOKAHEAD, "search.max_num_considered_actions=32"),
+    "lookahead8-21": (*LOOKAHEAD, "search.max_num_considered_actions=8", *DISTINCT),
+    "lookahead16-21": (*LOOKAHEAD, "search.max_num_considered_actions=16", *DISTINCT),
+    "lookahead8-21-bf16": (*LOOKAHEAD, "search.max_num_considered_actions=8", *DISTINCT,
+                           *BFLOAT16),
+    "lookahead16-21-bf16": (*LOOKAHEAD, "search.max_num_considered_actions=16", *DISTINCT,
+                            *BFLOAT16),
 }
 TIME_LABEL = "H100 estimate (compiled program, model in docs/gpu-program.md)"
 
