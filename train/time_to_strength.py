@@ -3,7 +3,7 @@ network at fixed marks against one opponent.
 
     python train/time_to_strength.py --minutes 10,20,30 --games 1000 --out runs/tts
     python train/time_to_strength.py --setting base=configs/base.yaml \\
-        --setting g16=configs/base.yaml,search.algorithm=gumbel,search.num_simulations=16
+        --setting g16=configs/base.yaml,search.num_simulations=16
 
 Each setting (NAME=CONFIG[,KEY=VALUE...]) trains in its own process with
 `training.max_minutes` = the last mark and `checkpoint.snapshot_minutes` = the marks (the
@@ -27,19 +27,17 @@ import jax  # noqa: E402
 from trictrac_jax.az import champion, players, training  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
 
-# The candidates for base.yaml on one GPU: the searches at fewer simulations, with more games
-# in parallel, against the current base (issue: strength per GPU-minute).
+# The candidates for base.yaml on one GPU (docs/training.md "Choosing base.yaml"): base.yaml
+# (Gumbel, 8 simulations), the stochastic search it had before, Gumbel at 16, and the
+# lookahead over the 21 distinct rolls with TD targets (champion 2's recipe, 8 moves).
 DEFAULT_SETTINGS = (
     "base=configs/base.yaml",
-    "stochastic16=configs/base.yaml,search.num_simulations=16,selfplay.batch_size=8192,"
-    "selfplay.steps_per_iteration=16",
-    "gumbel16=configs/base.yaml,search.algorithm=gumbel,search.num_simulations=16,"
-    "search.max_num_considered_actions=16,selfplay.batch_size=8192,"
-    "selfplay.steps_per_iteration=16",
-    "gumbel8-lr3e-3=configs/base.yaml,search.algorithm=gumbel,search.num_simulations=8,"
-    "search.max_num_considered_actions=8,selfplay.batch_size=16384,"
-    "selfplay.steps_per_iteration=8,training.learning_rate=0.003,"
-    "training.updates_per_iteration=256",
+    "stochastic64=configs/base.yaml,search.algorithm=stochastic,search.num_simulations=64,"
+    "search.max_num_considered_actions=16",
+    "gumbel16=configs/base.yaml,search.num_simulations=16,"
+    "search.max_num_considered_actions=16",
+    "lookahead8-21=configs/base.yaml,search.algorithm=lookahead,"
+    "search.max_num_considered_actions=8,search.distinct_rolls=true,replay.bootstrap=0.8",
 )
 
 
