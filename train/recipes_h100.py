@@ -34,30 +34,10 @@ from trictrac_jax.az import training as T  # noqa: E402
 from trictrac_jax.az.model import model_from_config  # noqa: E402
 from trictrac_jax.tools import measure  # noqa: E402
 from trictrac_jax.tools.gpu_report import BASE_CONFIG, program_record  # noqa: E402
+from recipes import SEARCHES  # noqa: E402  (train/, the script's folder)
 
-# name -> base.yaml's overrides: the self-play searches compared in docs/training.md
-# ("Choosing base.yaml"), each named in full (whatever base.yaml's own search).
-STOCHASTIC = ("search.algorithm=stochastic", "search.max_num_considered_actions=16")
-LOOKAHEAD = ("search.algorithm=lookahead",)
-DISTINCT = ("search.distinct_rolls=true",)
-BFLOAT16 = ("network.inference_dtype=bfloat16",)
-RECIPES = {
-    "stochastic64": (*STOCHASTIC, "search.num_simulations=64"),
-    "stochastic16": (*STOCHASTIC, "search.num_simulations=16"),
-    "gumbel8": ("search.algorithm=gumbel", "search.num_simulations=8",
-                "search.max_num_considered_actions=8"),
-    "gumbel16": ("search.algorithm=gumbel", "search.num_simulations=16",
-                 "search.max_num_considered_actions=16"),
-    "lookahead8": (*LOOKAHEAD, "search.max_num_considered_actions=8"),
-    "lookahead16": (*LOOKAHEAD, "search.max_num_considered_actions=16"),
-    "lookahead32": (*LOOKAHEAD, "search.max_num_considered_actions=32"),
-    "lookahead8-21": (*LOOKAHEAD, "search.max_num_considered_actions=8", *DISTINCT),
-    "lookahead16-21": (*LOOKAHEAD, "search.max_num_considered_actions=16", *DISTINCT),
-    "lookahead8-21-bf16": (*LOOKAHEAD, "search.max_num_considered_actions=8", *DISTINCT,
-                           *BFLOAT16),
-    "lookahead16-21-bf16": (*LOOKAHEAD, "search.max_num_considered_actions=16", *DISTINCT,
-                            *BFLOAT16),
-}
+# name -> base.yaml's overrides, each search named in full (whatever base.yaml's own)
+RECIPES = SEARCHES
 TIME_LABEL = "H100 estimate (compiled program, model in docs/gpu-program.md)"
 
 

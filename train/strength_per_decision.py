@@ -31,31 +31,15 @@ import jax  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
 from trictrac_jax.tools import positions, rate  # noqa: E402
+from recipes import SEARCHES  # noqa: E402  (train/, the script's folder)
 
 BASE_CONFIG = "configs/quick.yaml"
-STOCHASTIC = ("search.algorithm=stochastic", "search.max_actions=16",
-              "search.max_num_considered_actions=16")
-LOOKAHEAD = ("search.algorithm=lookahead", "replay.bootstrap=0.8")
-# name -> quick.yaml's overrides: the self-play searches of issue 34 (base.yaml's stochastic
-# search, Gumbel, and champion 2's lookahead over the rolls with TD targets, or without;
-# -21: over the 21 distinct rolls).
-RECIPES = {
-    "stochastic16": (*STOCHASTIC, "search.num_simulations=16"),
-    "stochastic64": (*STOCHASTIC, "search.num_simulations=64"),
-    "gumbel8": ("search.algorithm=gumbel", "search.num_simulations=8",
-                "search.max_num_considered_actions=8"),
-    "gumbel16": ("search.algorithm=gumbel", "search.num_simulations=16",
-                 "search.max_num_considered_actions=16"),
-    "lookahead8": (*LOOKAHEAD, "search.max_num_considered_actions=8"),
-    "lookahead16": (*LOOKAHEAD, "search.max_num_considered_actions=16"),
-    "lookahead32": (*LOOKAHEAD, "search.max_num_considered_actions=32"),
-    "lookahead16-outcome": ("search.algorithm=lookahead", "replay.bootstrap=0",
-                            "search.max_num_considered_actions=16"),
-    "lookahead8-21": (*LOOKAHEAD, "search.max_num_considered_actions=8",
-                      "search.distinct_rolls=true"),
-    "lookahead16-21": (*LOOKAHEAD, "search.max_num_considered_actions=16",
-                       "search.distinct_rolls=true"),
-}
+TD = ("replay.bootstrap=0.8",)  # the lookahead's TD targets, as champion 2 learnt
+# name -> quick.yaml's overrides: the searches of `recipes.SEARCHES` (the lookahead with TD
+# targets), and the lookahead without them
+RECIPES = {name: (*search, *TD) if name.startswith("lookahead") else search
+           for name, search in SEARCHES.items() if not name.endswith("bf16")}
+RECIPES["lookahead16-outcome"] = (*SEARCHES["lookahead16"], "replay.bootstrap=0")
 PLAYS = ("policy", "rolls:32")  # how each network plays the benchmark
 
 
