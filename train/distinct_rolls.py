@@ -33,11 +33,10 @@ FORMS = {"36 ordered rolls": (False, "float32"),
          "21 distinct rolls, bfloat16": (True, "bfloat16")}
 
 
-def worths(network: str, top_k: int, states, distinct: bool, dtype: str
+def worths(params, config, top_k: int, states, distinct: bool, dtype: str
            ) -> tuple[np.ndarray, np.ndarray]:
     """(actions int32[D, K], worths float32[D, K] in points, -inf where not a candidate): the
     network's `top_k` likeliest moves in each decision of `states` [D] and their worths."""
-    params, config = players.load_network(network)
     model = M.model_from_config(config.replace(
         network=config.network.replace(inference_dtype=dtype)))
 
@@ -64,9 +63,10 @@ def main(argv=None) -> int:
     states = positions.states(bench)
     print(f"{args.network}, its {args.top_k} likeliest moves over the rolls, {len(bench)} "
           f"benchmark decisions:")
+    params, config = players.load_network(args.network)
     exact = None
     for name, (distinct, dtype) in FORMS.items():
-        actions, worth = worths(args.network, args.top_k, states, distinct, dtype)
+        actions, worth = worths(params, config, args.top_k, states, distinct, dtype)
         chosen = np.take_along_axis(actions, np.argmax(worth, -1)[:, None], -1)[:, 0]
         loss = rate.bootstrap_mean(rate.losses(bench, chosen))
         line = (f"- {name}: {loss.value:.3f} [{loss.low:.3f}, {loss.high:.3f}] points lost "

@@ -22,6 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/recipes.py
 
 from trictrac_jax.tools import gpu_program as G  # noqa: E402  (before any JAX computation)
 
@@ -34,7 +35,7 @@ from trictrac_jax.az import training as T  # noqa: E402
 from trictrac_jax.az.model import model_from_config  # noqa: E402
 from trictrac_jax.tools import measure  # noqa: E402
 from trictrac_jax.tools.gpu_report import BASE_CONFIG, program_record  # noqa: E402
-from recipes import SEARCHES  # noqa: E402  (train/, the script's folder)
+from recipes import SEARCHES  # noqa: E402
 
 # name -> base.yaml's overrides, each search named in full (whatever base.yaml's own)
 RECIPES = SEARCHES

@@ -25,13 +25,14 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/recipes.py
 
 import jax  # noqa: E402
 
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
 from trictrac_jax.tools import positions, rate  # noqa: E402
-from recipes import SEARCHES  # noqa: E402  (train/, the script's folder)
+from recipes import SEARCHES  # noqa: E402
 
 BASE_CONFIG = "configs/quick.yaml"
 TD = ("replay.bootstrap=0.8",)  # the lookahead's TD targets, as champion 2 learnt
@@ -62,12 +63,11 @@ def rate_mark(name: str, checkpoint: pathlib.Path, bench, states, last: bool, ar
     """The network at `checkpoint` on the benchmark (each of PLAYS), and at the last mark
     in a match against `args.opponent`."""
     row = {"recipe": name, "iteration": int(checkpoint.name)}
+    params, config = players.load_network(str(checkpoint))
     for play in PLAYS:
-        agent = players.load_agent(f"{checkpoint}@{play}")
-        r = rate.rate(play, agent, bench, states)
-        row[play] = rate.as_json(r)["mean_loss"]
+        agent = players.checkpoint_agent(params, config, players.parse_play(play))
+        row[play] = rate.as_json(rate.rate(play, agent, bench, states))["mean_loss"]
     if last:
-        params, config = players.load_network(str(checkpoint))
         match = players.evaluator(config, args.opponent, args.games, players.Play(lookahead=32))
         result = summarise(match(params, jax.random.PRNGKey(args.seed)))
         lo, hi = result.interval()

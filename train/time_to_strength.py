@@ -21,24 +21,20 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/recipes.py
 
 import jax  # noqa: E402
 
 from trictrac_jax.az import champion, players, training  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
+from recipes import SEARCHES  # noqa: E402
 
 # The candidates for base.yaml on one GPU (docs/training.md "Choosing base.yaml"): base.yaml
 # (Gumbel, 8 simulations), the stochastic search it had before, Gumbel at 16, and the
 # lookahead over the 21 distinct rolls with TD targets (champion 2's recipe, 8 moves).
-DEFAULT_SETTINGS = (
-    "base=configs/base.yaml",
-    "stochastic64=configs/base.yaml,search.algorithm=stochastic,search.num_simulations=64,"
-    "search.max_num_considered_actions=16",
-    "gumbel16=configs/base.yaml,search.num_simulations=16,"
-    "search.max_num_considered_actions=16",
-    "lookahead8-21=configs/base.yaml,search.algorithm=lookahead,"
-    "search.max_num_considered_actions=8,search.distinct_rolls=true,replay.bootstrap=0.8",
-)
+DEFAULT_SETTINGS = ("base=configs/base.yaml", *(
+    ",".join([f"{name}=configs/base.yaml", *SEARCHES[name], *more]) for name, more in (
+        ("stochastic64", ()), ("gumbel16", ()), ("lookahead8-21", ("replay.bootstrap=0.8",)))))
 
 
 def parse_setting(text: str) -> tuple[str, str, list[str]]:

@@ -52,15 +52,9 @@ def two_ply_worths(model: Model, params: Params, states: State, actions, top_k: 
     """float32[P]: the mover's worth of `actions` int32[P] in decision `states` [P] (module
     docstring), exact over the dice: the mean over the rolls after the move of the roll's
     reward plus the discounted `reply_worth` of the decision it leads to."""
-    env, rolls = model.env, DISTINCT_PROBS.size
-    afters, rolled = env.every_roll(jax.vmap(env.step_deterministic)(states, actions),
-                                    distinct=True)
-    each = lambda x: jnp.repeat(x, rolls, axis=0)
-    mover = states.current_player
-    o = M.transition(model, params, afters, rolled, each(mover),
-                     each(M.banked(model, states, mover)))
+    o, rolled = M.rolled_transitions(model, params, actions, states, distinct=True)
     backed_up = o.reward + o.discount * reply_worth(model, params, rolled, top_k)
-    return backed_up.reshape(-1, rolls) @ DISTINCT_PROBS
+    return backed_up.reshape(-1, DISTINCT_PROBS.size) @ DISTINCT_PROBS
 
 
 def rollout_worths(model: Model, params: Params, states: State, actions, keys,

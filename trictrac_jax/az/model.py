@@ -142,11 +142,18 @@ def rolled_worth(model: Model, params: Params, action, states: State, distinct: 
     the position it leads to (a stochastic search's backup one ply below the afterstate).
     The rolls: the 36 ordered ones, or if `distinct` the 21 distinct ones weighted by their
     probabilities (the same positions; the network sees the lower die first)."""
+    o, _ = rolled_transitions(model, params, action, states, distinct)
+    probs = roll_probs(distinct)
+    return (o.reward + o.discount * o.value).reshape(-1, probs.size) @ probs
+
+
+def rolled_transitions(model: Model, params: Params, action, states: State,
+                       distinct: bool = False):
+    """(`transition` [B * R], the rolled states [B * R]): `action` [B] played in `states`
+    [B], then each of the R rolls (`env.every_roll`), for the mover of `states`."""
     env = model.env
     afters, rolled = env.every_roll(jax.vmap(env.step_deterministic)(states, action), distinct)
-    probs = roll_probs(distinct)
     mover = states.current_player
-    each = lambda x: jnp.repeat(x, probs.size, axis=0)
-    o = transition(model, params, afters, rolled, each(mover),
-                   each(banked(model, states, mover)))
-    return (o.reward + o.discount * o.value).reshape(-1, probs.size) @ probs
+    each = lambda x: jnp.repeat(x, roll_probs(distinct).size, axis=0)
+    return transition(model, params, afters, rolled, each(mover),
+                      each(banked(model, states, mover))), rolled
