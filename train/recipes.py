@@ -8,6 +8,7 @@ STOCHASTIC = ("search.algorithm=stochastic", "search.max_actions=16",
 LOOKAHEAD = ("search.algorithm=lookahead",)
 DISTINCT = ("search.distinct_rolls=true",)
 BFLOAT16 = ("network.inference_dtype=bfloat16",)
+TD = ("replay.bootstrap=0.8",)  # the lookahead's TD targets, as champion 2 learnt
 
 
 def gumbel(simulations: int) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 on this CPU (no GPU needed) and read (`tools/gpu_program.py`): kernels, host syncs, bytes,
 device memory and the time `gpu_program.H100_MODEL` estimates per decision of every game.
 
-    python train/recipes_h100.py                       # every recipe of RECIPES
+    python train/recipes_h100.py                       # every recipe of recipes.SEARCHES
     python train/recipes_h100.py --recipe lookahead16 --games 2048
 
 What is compiled: `selfplay.decide` alone (the recipe's search with self-play's noise, then
@@ -37,8 +37,6 @@ from trictrac_jax.tools import measure  # noqa: E402
 from trictrac_jax.tools.gpu_report import BASE_CONFIG, program_record  # noqa: E402
 from recipes import SEARCHES  # noqa: E402
 
-# name -> base.yaml's overrides, each search named in full (whatever base.yaml's own)
-RECIPES = SEARCHES
 TIME_LABEL = "H100 estimate (compiled program, model in docs/gpu-program.md)"
 
 
@@ -93,7 +91,7 @@ def main(argv=None):
     """Compile each recipe's decision and print the table; returns its rows."""
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--recipe", action="append", choices=sorted(RECIPES),
+    p.add_argument("--recipe", action="append", choices=sorted(SEARCHES),
                    help="a recipe to compile (repeatable; default: all)")
     p.add_argument("--games", type=int, default=C.load_config(BASE_CONFIG).selfplay.batch_size,
                    help="games decided at once (default: base.yaml's selfplay.batch_size)")
@@ -102,9 +100,9 @@ def main(argv=None):
     os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator lowering, as an H100 runs it
     jax.config.update("jax_platforms", "cpu")  # compile-only devices need no backend
     rows = []
-    for name in args.recipe or list(RECIPES):
+    for name in args.recipe or list(SEARCHES):
         measure.log(f"compiling one decision of {name} for an H100")
-        rows.append(recipe_row(name, RECIPES[name], args.games))
+        rows.append(recipe_row(name, SEARCHES[name], args.games))
     command = shlex.join(["python", "train/recipes_h100.py", *argv])
     print(f"One self-play decision of {args.games:,} games, `{command}`, code at git "
           f"{measure.code_version()}, jax {jax.__version__}:\n")

@@ -32,10 +32,9 @@ import jax  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
 from trictrac_jax.tools import positions, rate  # noqa: E402
-from recipes import SEARCHES  # noqa: E402
+from recipes import SEARCHES, TD  # noqa: E402
 
 BASE_CONFIG = "configs/quick.yaml"
-TD = ("replay.bootstrap=0.8",)  # the lookahead's TD targets, as champion 2 learnt
 # name -> quick.yaml's overrides: the searches of `recipes.SEARCHES` (the lookahead with TD
 # targets), and the lookahead without them
 RECIPES = {name: (*search, *TD) if name.startswith("lookahead") else search

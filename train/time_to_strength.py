@@ -27,14 +27,18 @@ import jax  # noqa: E402
 
 from trictrac_jax.az import champion, players, training  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
-from recipes import SEARCHES  # noqa: E402
+from recipes import SEARCHES, TD  # noqa: E402
 
 # The candidates for base.yaml on one GPU (docs/training.md "Choosing base.yaml"): base.yaml
 # (Gumbel, 8 simulations), the stochastic search it had before, Gumbel at 16, and the
 # lookahead over the 21 distinct rolls with TD targets (champion 2's recipe, 8 moves).
-DEFAULT_SETTINGS = ("base=configs/base.yaml", *(
-    ",".join([f"{name}=configs/base.yaml", *SEARCHES[name], *more]) for name, more in (
-        ("stochastic64", ()), ("gumbel16", ()), ("lookahead8-21", ("replay.bootstrap=0.8",)))))
+def on_base(name: str, *more: str) -> str:
+    """The setting NAME=configs/base.yaml with the search `SEARCHES[name]` and `more`."""
+    return ",".join([f"{name}=configs/base.yaml", *SEARCHES[name], *more])
+
+
+DEFAULT_SETTINGS = ("base=configs/base.yaml", on_base("stochastic64"), on_base("gumbel16"),
+                    on_base("lookahead8-21", *TD))
 
 
 def parse_setting(text: str) -> tuple[str, str, list[str]]:
