@@ -353,3 +353,15 @@ def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch):
     gpu = run()
     jax.clear_caches()
     assert _same(cpu, gpu)
+
+
+def test_stored_first_positions_are_the_computed_ones():
+    """`init` looks up the stored positions after White's first roll: they are what the
+    engine computes for each of the 36 rolls, field for field."""
+    from trictrac_jax import env
+
+    stored, computed = env.first_positions(), jax.device_get(env.roll_first_positions())
+    for name in env._state_fields():
+        a, b = getattr(stored, name), getattr(computed, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert len(set(map(bytes, stored._dice))) == 36  # every roll once, in outcome order

@@ -31,7 +31,9 @@ at a chance node, and `chance_step` anywhere but at a chance node or with an out
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -90,14 +92,39 @@ def new_game() -> State:
         _can_big_bredouille=jnp.ones(2, bool), _dice_roll_count=zeros, _dice_points=zeros)
 
 
+# The game after each of White's 36 first rolls, as `roll_first_positions` computes it
+# (tests/test_env.py checks that they agree). Scoring a roll is most of what a step costs to
+# compile, and `init` would otherwise compile it once more, on its first call.
+FIRST_POSITIONS_FILE = pathlib.Path(__file__).parent / "data" / "first_positions.npz"
+
+
+def roll_first_positions() -> State:
+    """State[36]: the game after each of White's possible first rolls, computed."""
+    return jax.jit(jax.vmap(lambda outcome: chance_step(new_game(), outcome)))(
+        jnp.arange(NUM_CHANCE_OUTCOMES))
+
+
+def write_first_positions(path=FIRST_POSITIONS_FILE):
+    """Store `roll_first_positions()` in `path` (after a change of the rules or the State:
+    `python -c "from trictrac_jax import env; env.write_first_positions()"`)."""
+    fields = jax.device_get(roll_first_positions())
+    np.savez_compressed(path, **{name: getattr(fields, name) for name in _state_fields()})
+
+
+def _state_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(State))
+
+
 @functools.lru_cache(maxsize=1)
 def first_positions() -> State:
-    """State[36]: the game after each of White's possible first rolls, computed once (on
-    the host): scoring a roll is most of the cost of a step, and self-play loops
-    re-initialise finished games."""
-    with jax.ensure_compile_time_eval():
-        roll = jax.jit(jax.vmap(lambda k: chance_step(new_game(), k)))
-        return jax.device_get(roll(jnp.arange(NUM_CHANCE_OUTCOMES)))
+    """State[36] of numpy arrays: the game after each of White's possible first rolls, read
+    from `FIRST_POSITIONS_FILE`."""
+    with np.load(FIRST_POSITIONS_FILE) as stored:
+        missing = set(_state_fields()) - set(stored.files)
+        if missing:
+            raise ValueError(f"{FIRST_POSITIONS_FILE} lacks the State fields {sorted(missing)}: "
+                             "rewrite it with env.write_first_positions()")
+        return State(**{name: stored[name] for name in _state_fields()})
 
 
 def init(key) -> State:
@@ -109,12 +136,13 @@ def init(key) -> State:
 
 def step(state: State, action, key, max_steps: int | None = DEFAULT_MAX_STEPS) -> State:
     """Take `action` at a decision node, then roll the dice with `key` if needed (at a
-    chance node: only roll). Batches of several CPU chunks run chunk by chunk (lanes.py)."""
-    return cpu_chunked(functools.partial(_decide_and_roll, max_steps=max_steps))(
-        state, action, key)
+    chance node: only roll)."""
+    return _decide_and_roll(state, action, key, max_steps=max_steps)
 
 
+@functools.partial(cpu_chunked, static_argnames=("max_steps",))
 def _decide_and_roll(state: State, action, key, max_steps: int | None) -> State:
+    """`step`; batches of several CPU chunks run chunk by chunk (lanes.py)."""
     after = _deterministic(state, action, max_steps, observed=False)
     rolled = _chance(after, sample_outcome(key), max_steps, observed=False)
     # observed once, on the final state, rather than after each half

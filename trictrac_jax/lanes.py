@@ -39,6 +39,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
+from jax.extend.core import jaxpr_as_fun
 
 from trictrac_jax.arrays import spread
 
@@ -57,6 +58,7 @@ class Lowering(NamedTuple):
     chunked: bool  # batches of several `CPU_CHUNK` games run chunk by chunk
     join_by_select: bool  # `append`: a pad and a select (else a concatenation)
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
+    reduce_apart: bool  # `reduced_apart`: an optimisation barrier (else nothing)
     # `worths.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
     # passes of `candidates_per_game` x games, while any remain) ...
@@ -75,11 +77,11 @@ class Lowering(NamedTuple):
 # game (compiled for an H100, `python train/recipes_h100.py`), so a pass stays under a
 # quarter of the H100's 80 GB beside a training iteration's 5.8 GB.
 LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, join_by_select=False,
-                             gather=False, every_pair_up_to=0, candidates_per_game=8,
-                             candidates_per_pass=256),
+                             gather=False, reduce_apart=False, every_pair_up_to=0,
+                             candidates_per_game=8, candidates_per_pass=256),
              "gpu": Lowering(materialise_in_loop=False, chunked=False, join_by_select=True,
-                             gather=True, every_pair_up_to=32, candidates_per_game=32,
-                             candidates_per_pass=65536)}
+                             gather=True, reduce_apart=True, every_pair_up_to=32,
+                             candidates_per_game=32, candidates_per_pass=65536)}
 
 
 def lowering() -> Lowering:
@@ -94,7 +96,8 @@ def lowering() -> Lowering:
 
 def batch_rule(fn, batched_fn):
     """`fn` for one game, whose batch under `jax.vmap` is `batched_fn(*batch-first args)`,
-    run `CPU_CHUNK` games at a time on CPU for batches of several chunks."""
+    run `CPU_CHUNK` games at a time on CPU for batches of several chunks. (`custom_vmap`
+    traces `fn` for one game wherever it is called: `traced_once` makes that cheap.)"""
     wrapped = custom_vmap(fn)
 
     @wrapped.def_vmap
@@ -119,10 +122,47 @@ def batch_rule(fn, batched_fn):
     return functools.wraps(fn)(lambda *args: wrapped(*jax.tree.map(jnp.asarray, args)))
 
 
-def cpu_chunked(fn):
-    """`fn(*pytrees)` for one game; under `jax.vmap` on CPU, batches of several `CPU_CHUNK`
-    run one chunk after the other (see module)."""
-    return batch_rule(fn, jax.vmap(fn))
+def cpu_chunked(fn=None, *, static_argnames: tuple[str, ...] = ()):
+    """Decorator: `fn(*pytrees, **static)` for one game; under `jax.vmap` on CPU, batches of
+    several `CPU_CHUNK` run one chunk after the other (see module). `fn` is traced once for
+    one game and the batch is that jaxpr, batched. `static_argnames`: keyword arguments
+    that are Python values (one traced function per value, as `jax.jit`'s)."""
+    if fn is None:
+        return functools.partial(cpu_chunked, static_argnames=tuple(static_argnames))
+    per_static = {}
+
+    @functools.wraps(fn)
+    def chunked(*args, **static):
+        if set(static) != set(static_argnames):
+            raise TypeError(f"{fn.__name__} takes the keyword arguments {static_argnames}")
+        key = tuple(static[name] for name in static_argnames)
+        if key not in per_static:
+            one = traced_once(functools.partial(fn, **static))
+            per_static[key] = batch_rule(one, jax.vmap(one))
+        return per_static[key](*args)
+
+    return chunked
+
+
+def traced_once(fn):
+    """`fn(*pytrees)`, traced to a jaxpr once per input shapes and dtypes (and lowering),
+    then evaluated from it: a function traced anew under each transformation and `jit`
+    costs its Python each time, a jaxpr is only rebound. (A trace that closes over another
+    trace's values is used once, not kept.)"""
+    jaxprs = {}
+
+    def from_jaxpr(*args):
+        flat, tree = jax.tree.flatten(args)
+        key = (tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in flat), lowering(),
+               jax.config.jax_enable_x64)
+        traced = jaxprs.get(key) or jax.make_jaxpr(lambda *xs: fn(*tree.unflatten(xs)),
+                                                   return_shape=True)(*flat)
+        closed, shape = traced
+        if not any(isinstance(c, jax.core.Tracer) for c in closed.consts):
+            jaxprs[key] = traced
+        return jax.tree.unflatten(jax.tree.structure(shape), jaxpr_as_fun(closed)(*flat))
+
+    return functools.wraps(fn)(from_jaxpr)
 
 
 def _trip_count(witness):
@@ -131,10 +171,13 @@ def _trip_count(witness):
 
 
 def _once(fn, trips):
-    """`fn()` computed in a while loop of `trips` (1) iterations: its own loop nest."""
-    init = (jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
-                                       jax.eval_shape(fn)))
-    return jax.lax.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, fn()), init)[1]
+    """`fn()` computed in a while loop of `trips` (1) iterations: its own loop nest. (`fn`
+    is traced once, for both the loop's initial value and its body.)"""
+    traced, shape = jax.make_jaxpr(fn, return_shape=True)()
+    leaves, tree = jax.tree.flatten(shape)
+    body = lambda c: (c[0] + 1, jaxpr_as_fun(traced)())
+    init = (jnp.int32(0), [jnp.zeros(s.shape, s.dtype) for s in leaves])
+    return jax.tree.unflatten(tree, jax.lax.while_loop(lambda c: c[0] < trips, body, init)[1])
 
 
 def computed_once(witness):
@@ -231,6 +274,21 @@ def lookup(table, index):
     return jnp.sum(jnp.where(hit, table, 0), axis=0, dtype=table.dtype)
 
 
+def reduced_apart(operand):
+    """`operand` of a reduction over the candidates, computed apart from it under the GPU
+    lowering (an optimisation barrier); unchanged on CPU.
+
+    XLA's GPU backend fuses a column reduction (candidates as rows, games as the minor axis)
+    with everything that computes its operand, and runs it in blocks of 1,024 threads,
+    which leaves each thread at most 64 registers: ptxas spills the candidate rules' live
+    values to local memory (traffic no HLO shape shows), and with games / 128 blocks a
+    small batch runs that whole computation on a few multiprocessors. Apart, the operand is
+    an elementwise kernel over every (candidate, game) and the reduction reads it back."""
+    if not lowering().reduce_apart:
+        return operand
+    return jax.lax.optimization_barrier(operand)
+
+
 def game_minor(fn):
     """`fn(*arrays)` for one position, batched game-minor under `jax.vmap` (see module).
 
@@ -241,4 +299,4 @@ def game_minor(fn):
         out = fn(*(jnp.moveaxis(x, 0, -1) for x in args))
         return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out)
 
-    return batch_rule(fn, minor)
+    return batch_rule(traced_once(fn), minor)

@@ -52,7 +52,8 @@ import numpy as np
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax.board import LAST_QUARTER, NO_FIELD, NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lanes import append, game_minor, lookup, materialised, materialising
+from trictrac_jax.lanes import (append, game_minor, lookup, materialised, materialising,
+                                reduced_apart)
 from trictrac_jax.state import NUM_ACTIONS
 
 NUM_PASSES, NUM_FIRST = 2, 15
@@ -666,7 +667,7 @@ def _list_flags(c: Candidates, single, first_pass, fills, no_excess) -> ListFlag
     return ListFlags(*A.any_each([
         possible & full, possible & first_pass, fills & full,
         fills & single & first_pass, fills & single,
-        no_excess & member(fills & full, c), no_excess]))
+        no_excess & member(fills & full, c), no_excess], apart=reduced_apart))
 
 
 @materialised
@@ -752,9 +753,10 @@ def _last_pass(c: Candidates, ok, filling, single, first_pass, probes) -> LastPa
     masks = [ok & full, ok & first_pass, ok & single]
     for q in asked.in_legal:
         masks += _cases(ok, q, full, single, first_pass)
-    flags = A.any_each(masks + list(asked.any))
+    flags = A.any_each(masks + list(asked.any), apart=reduced_apart)
     in_legal = [flags[k:k + 3] for k in range(3, len(masks), 3)]
-    count = None if asked.count is None else jnp.sum(asked.count, axis=0, dtype=jnp.int32)
+    count = (None if asked.count is None else
+             jnp.sum(reduced_apart(asked.count), axis=0, dtype=jnp.int32))
     return LastPass(*flags[:3], in_legal, flags[len(masks):], count)
 
 
