@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import urllib.parse
 import urllib.request
 
@@ -369,6 +370,22 @@ def test_a_generated_corpus_of_malformed_requests_gets_no_5xx_and_changes_no_gam
                 assert 0 < len(error) <= 2 * web.MAX_REASON, error
                 assert fingerprints(games) == {k: before[k] for k in fingerprints(games)}
         check()
+
+
+def test_no_request_waits_for_another_game(client):
+    """While a game is busy (its lock held, as during a long request on it), another game
+    is played and a new one made: no lock is shared between games."""
+    busy, other = new_game(client, seed=13), new_game(client, seed=14)
+    answers = []
+
+    def requests():
+        answers.append(play(client, other, first_action(client, other))["turn"])
+        answers.append(new_game(client, seed=15)["turn"])
+    with client.games.get(busy["game"]).lock:
+        worker = threading.Thread(target=requests)
+        worker.start()
+        worker.join(timeout=60)
+        assert not worker.is_alive() and len(answers) == 2
 
 
 def test_the_game_idle_longest_is_dropped_and_the_page_told(engine):

@@ -319,7 +319,12 @@ def create_app(games: Games, hosts: frozenset[str], origins: frozenset[str]) -> 
             human = SEATS.index(body.seat or SEATS[0])
             work = lambda: Game.create(engine, human, seed, start=body.start,
                                        mode=body.mode or "bot")
-        return await answer(lambda: games.add(work()).view(engine), status=201)
+
+        def made():
+            game = work()
+            with game.lock:
+                return games.add(game).view(engine)
+        return await answer(made, status=201)
 
     async def view(request):
         log_from = query_int(request, "log_from", 0, MAX_VERSION, default=0)
@@ -400,9 +405,12 @@ class Server:
         import uvicorn
         self.socket = socket.create_server((host, port))
         self.port = self.socket.getsockname()[1]
-        self.url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.port}/"
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else (
+            f"[{host}]" if ":" in host else host)
+        self.url = f"http://{shown}:{self.port}/"
         app = create_app(games, **served(self.port, host, allow_origins))
-        config = uvicorn.Config(app, log_level="warning", lifespan="off")
+        # h11 (not httptools, where installed): headers bounded at 16 KiB, as docs/web.md says
+        config = uvicorn.Config(app, http="h11", log_level="warning", lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run,
                                         kwargs={"sockets": [self.socket]}, daemon=True)
@@ -424,7 +432,8 @@ class Server:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.web",
-                                     description="Play Trictrac against a bot in a browser.")
+                                     description="Play Trictrac in a browser, against a bot or moving "
+                                                 "both colours.")
     parser.add_argument("--opponent", default=DEFAULT_OPPONENT,
                         help="the bot: any `players.load_agent` spec, as `play` takes it "
                              "(champion, champion:N, NETWORK@PLAY, greedy, greedy:K, first, "

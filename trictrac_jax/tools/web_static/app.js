@@ -380,7 +380,10 @@ async function start() {
   $("setup-initial").addEventListener("click", () => { setup.board = initialBoard(); drawSetup(); });
   $("setup-empty").addEventListener("click", () => { setup.board.fill(0); drawSetup(); });
   $("setup-play").addEventListener("click", playSetup);
-  $("setup-cancel").addEventListener("click", () => (view ? refresh() : leaveSetup()));
+  $("setup-cancel").addEventListener("click", () => {
+    leaveSetup();
+    if (view) refresh();
+  });
   for (const id of ["setup-player", "setup-die-0", "setup-die-1", "setup-points-0",
                     "setup-holes-0", "setup-points-1", "setup-holes-1"]) {
     $(id).addEventListener("change", drawSetup);
