@@ -220,7 +220,7 @@ def test_sizes_are_bounded_before_the_body_is_read(client):
     assert wrong_length.status_code == 400
 
     entry = {"id": view["string_id"], "action": 2}
-    long_record = {"decisions": [entry] * (web_game.MAX_RECORD_DECISIONS + 1)}
+    long_record = {"decisions": [entry] * (web.MAX_RECORD_DECISIONS + 1)}
     refused = client.post("/api/games", json={"record": long_record})
     assert refused.status_code == 422 and "1000" in refused.json()["error"]
     assert fingerprints(client.games) == before

@@ -61,8 +61,7 @@ from starlette.staticfiles import StaticFiles
 from trictrac_jax import render
 from trictrac_jax.state import NUM_ACTIONS
 from trictrac_jax.tools import notation
-from trictrac_jax.tools.web_game import (CLIP, DEFAULT_OPPONENT, MAX_ID_CHARS,
-                                         MAX_RECORD_DECISIONS, MAX_REPLAY_SECONDS, SEATS,
+from trictrac_jax.tools.web_game import (CLIP, DEFAULT_OPPONENT, MAX_REPLAY_SECONDS, SEATS,
                                          Engine, Game, GameError, Games, clip, preview,
                                          setup_record)
 
@@ -70,6 +69,8 @@ STATIC = pathlib.Path(__file__).with_name("web_static")
 MAX_SEED = 2**32 - 1
 MAX_VERSION = 10**9
 MAX_BODY = 256 * 1024  # bytes: a record of MAX_RECORD_DECISIONS decisions is ~100 KB
+MAX_ID_CHARS = 64  # a string id is 24 characters; longer is no id
+MAX_RECORD_DECISIONS = 1000  # a record to replay (a whole game has a few hundred)
 MAX_QUERY_DIGITS = 9
 MAX_REASON = 300  # characters of a schema error's reason
 OFF = 0  # the `to` of a bear-off

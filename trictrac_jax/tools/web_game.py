@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from trictrac_jax import io, render
-from trictrac_jax.env import dice_to_outcome, new_game, Trictrac
+from trictrac_jax.env import Trictrac, dice_to_outcome, new_game
 from trictrac_jax.state import (NUM_CHECKERS, STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MOVE,
                                 TS_ROLL_DICE, State)
 from trictrac_jax.tools import notation, play, reasons
@@ -34,11 +34,8 @@ RECORD_FORMAT = "trictrac-jax game record"
 RECORD_VERSION = 2  # 2: the record names its mode and opponent (1 had its seat and seed)
 PENDING_INK, HINT_INK = "#2e9e5b", "#3d7bbf"  # the bot's last move: render.move_arrows' own
 SEATS = ("white", "black")
-MODES = ("bot", "free")  # against the bot, or the person moves both colours
 
-# Limits on what a request may ask of a game (web.py bounds the bytes it reads).
-MAX_ID_CHARS = 64  # a string id is 24 characters; longer is no id
-MAX_RECORD_DECISIONS = 1000  # a record to replay (a whole game has 80 to 250)
+# Limits on what a request may ask of a game (web.py bounds its bytes, strings and lists).
 MAX_REPLAY_SECONDS = 10.0  # a record whose replay takes longer is refused
 MAX_LISTED = 12  # legal moves named in a refusal
 CLIP = 40  # characters of a request's own text quoted back in an error
@@ -227,9 +224,6 @@ class Game:
         deadline = time.monotonic() + MAX_REPLAY_SECONDS
         decisions, start, position = record["decisions"], record.get("start"), \
             record.get("position")
-        if len(decisions) > MAX_RECORD_DECISIONS:
-            raise GameError(422, f"This record has {len(decisions)} moves; a record may have "
-                                 f"{MAX_RECORD_DECISIONS} at most.")
         if start is not None:
             self._load(engine, start)
         ids = [d["id"] for d in decisions] + ([position] if position is not None else [])
