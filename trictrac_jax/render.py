@@ -323,7 +323,32 @@ def arrow_ends(board, colour: int,
             end = (x + w / 2, y + h / 2)
         board[frm - 1] += sign
         ends.append(checker_centre(frm, abs(board[frm - 1]) - 1) + end)
-    return ends[::-1]
+    return _uncrossed(ends[::-1], list(moves))
+
+
+def _uncrossed(ends, moves):
+    """`ends` with the starts (or ends) of two checkers that left (or reached) the same
+    field swapped where their arrows would cross: two checkers moved along one path (1-5
+    1-5), or from one stack to neighbouring fields, draw side by side."""
+    ends = [tuple(e) for e in ends]
+    for i in range(len(ends)):
+        for j in range(i + 1, len(ends)):
+            if not _segments_cross(ends[i], ends[j]):
+                continue
+            if moves[i][0] == moves[j][0]:
+                ends[i], ends[j] = ends[j][:2] + ends[i][2:], ends[i][:2] + ends[j][2:]
+            elif moves[i][1] == moves[j][1]:
+                ends[i], ends[j] = ends[i][:2] + ends[j][2:], ends[j][:2] + ends[i][2:]
+    return ends
+
+
+def _segments_cross(p, q) -> bool:
+    """Whether segments p and q, (x1, y1, x2, y2) each, cross at a point inside both."""
+    def side(ax, ay, bx, by, cx, cy):
+        return (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
+    d1, d2 = side(*p, *q[:2]), side(*p, *q[2:])
+    d3, d4 = side(*q, *p[:2]), side(*q, *p[2:])
+    return d1 * d2 < 0 and d3 * d4 < 0
 
 
 def move_arrows(board, colour: int, moves: Sequence[tuple[int, int]],

@@ -92,7 +92,8 @@ def web(opponent: str, decisions: int, seed: int = 0) -> None:
     engine.warm()
     print(f"start-up against {opponent} (compiling and warming): "
           f"{time.perf_counter() - start:.1f} s\n")
-    client, times = TestClient(W.create_app(web_game.Games(engine))), collections.defaultdict(list)
+    app = W.create_app(web_game.Games(engine), **W.served(8000))
+    client, times = TestClient(app, base_url="http://127.0.0.1:8000"), collections.defaultdict(list)
 
     def request(name, method, path, **kwargs):
         began = time.perf_counter()
@@ -125,11 +126,11 @@ def _web_decision(request, view: dict) -> dict:
     while view["complete"] is None and view["options"]:
         frm, targets = next(iter(view["options"].items()))
         view = request("POST .../move (a half-move)", "POST", game + "/move",
-                       json={"turn": view["turn"], "from": int(frm), "to": targets[0]})
+                       json={"version": view["version"], "from": int(frm), "to": targets[0]})
     action = view["complete"] if view["complete"] is not None else (
         view["pass"] if view["pass"] is not None else 1)
     return request("POST .../play (move, bot's answer)", "POST", game + "/play",
-                   json={"turn": view["turn"], "action": action})
+                   json={"version": view["version"], "action": action})
 
 
 def main(argv=None) -> None:

@@ -1,10 +1,13 @@
 """The games behind the browser page: one game's state, the player's half-moves, the bot's
-replies, the record, and the store that keeps a bounded number of games apart.
+replies (or, in free play, the person moving both colours), the record, positions set up on
+the board, and the store that keeps a bounded number of games apart.
 
-Nothing here knows HTTP (web.py does). The engine's functions are compiled once per process
-(`Engine`, warmed before the server answers); the store's lock (`Games.lock`) is held around
-every call that reads or changes a game, so requests run one at a time: no two games
-interleave, and JAX is never called from two threads at once.
+Nothing here knows HTTP (web.py does, and checks every request's types and sizes before a
+value reaches this module). The engine's functions are compiled once per process (`Engine`,
+warmed before the server answers). Each game has its own lock, held around every call that
+reads or changes it; the store's lock guards only its table of games. A new game (a record
+replayed, say) is built before it is stored, under no lock at all, so that a long replay
+keeps no other player waiting; its time is bounded (`MAX_REPLAY_SECONDS`).
 """
 from __future__ import annotations
 
@@ -13,33 +16,45 @@ import dataclasses
 import functools
 import secrets
 import threading
+import time
 
 import jax
 import numpy as np
 
 from trictrac_jax import io, render
 from trictrac_jax.env import Trictrac, dice_to_outcome, new_game
-from trictrac_jax.state import (NUM_ACTIONS, NUM_CHECKERS, TS_HOLD_OR_GO, TS_MOVE, TS_ROLL_DICE,
-                                State)
+from trictrac_jax.state import (NUM_CHECKERS, STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MOVE,
+                                TS_ROLL_DICE, State)
 from trictrac_jax.tools import notation, play, reasons
 
 DEFAULT_OPPONENT = "champion"  # with play's lookahead over the rolls, as `play` runs it
 LOOKAHEAD = 32  # play's default: the bot's 1-ply search over its 32 likeliest moves
 HINTS = 3
-MAX_RECORD_DECISIONS = 5000  # a record to replay (a whole game has a few hundred)
 RECORD_FORMAT = "trictrac-jax game record"
+RECORD_VERSION = 2  # 2: the record names its mode and opponent (1 had its seat and seed)
 PENDING_INK, HINT_INK = "#2e9e5b", "#3d7bbf"  # the bot's last move: render.move_arrows' own
 SEATS = ("white", "black")
+
+# Limits on what a request may ask of a game (web.py bounds its bytes, strings and lists).
+MAX_REPLAY_SECONDS = 10.0  # a record whose replay takes longer is refused
+MAX_LISTED = 12  # legal moves named in a refusal
+CLIP = 40  # characters of a request's own text quoted back in an error
 
 Move = tuple[int, int]  # (from, to) on the real board; to 0: borne off
 
 
 class GameError(Exception):
-    """A request that cannot be honoured: `status` is its HTTP status, the message why."""
+    """A request that cannot be honoured: `status` is its HTTP status, the message why (in
+    a player's words); `stale` when the request was made at a version the game has left."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, stale: bool = False):
         super().__init__(message)
-        self.status = status
+        self.status, self.stale = status, stale
+
+
+def clip(text: str, n: int = CLIP) -> str:
+    """`text` cut to `n` characters (an error never echoes unbounded input)."""
+    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,6 +98,7 @@ class Engine:
     def __init__(self, opponent: str = DEFAULT_OPPONENT, hints: bool = True):
         self.k = notation.kernels()
         self.env = Trictrac(max_steps=None)
+        self.restore = jax.jit(self.env.restore)  # a loaded position's legal moves
         self.opponent_spec = opponent
         self.opponent = jax.jit(play.load_opponent(opponent, LOOKAHEAD))
         self.hinter = None
@@ -94,13 +110,15 @@ class Engine:
 
     def warm(self) -> None:
         """Compile every function a game calls: a game where the player plays his first
-        legal move, the bot answers, with a hint, a refusal and a loaded position."""
+        legal move, the bot answers, with a hint, a refusal, a loaded position and its
+        preview."""
         game = Game.create(self, human=0, seed=0)
         if self.hinter is not None:
             game.hint(self)
         reasons.candidate_lists(game.state)
         game.play(self, min(game.sequences(self).values()))
         Game.create(self, human=1, seed=0, start=game.record[0]["id"]).view(self)
+        preview(self, io.record_from_string_id(game.record[0]["id"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,9 +146,14 @@ def moved(board, colour: int, moves) -> list[int]:
     return board
 
 
+def dice_text(dice) -> str:
+    return f"{dice[0]}-{dice[1]}"
+
+
 @dataclasses.dataclass
 class Game:
-    """One game against the bot, the player being colour `human` (0 White, 1 Black)."""
+    """One game: against the bot, the player being colour `human` (0 White, 1 Black), or in
+    free play (`mode` "free") the person moving both colours (`human`: the seat he chose)."""
 
     id: str
     human: int
@@ -138,61 +161,108 @@ class Game:
     state: State
     key: jax.Array
     start: str | None  # string id of the position the game started from (None: a new game)
+    mode: str = "bot"
     record: list[dict] = dataclasses.field(default_factory=list)  # one entry a decision
     log: list[str] = dataclasses.field(default_factory=list)
     pending: list[Move] = dataclasses.field(default_factory=list)  # half-moves not confirmed
-    bot_moves: tuple[Move, ...] = ()  # the bot's last move, while its board is shown
+    last_moves: tuple[Move, ...] = ()  # the other side's last move, while its board is shown
+    rolls: list = dataclasses.field(default_factory=lambda: [None, None])  # each colour's last
+    last_turn: dict | None = None  # the last decision: its colour, roll and move
+    version: int = 0  # changes made: a request names the version it was made at
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False,
+                                             compare=False)
     _turn_cache: dict = dataclasses.field(default_factory=dict)  # per decision: see `_cached`
 
     # --- creation ---------------------------------------------------------------------------
 
     @classmethod
     def create(cls, engine: Engine, human: int, seed: int, start: str | None = None,
-               record: dict | None = None) -> "Game":
-        """A game from the start, from the position of string id `start`, or replayed from a
-        `record` (see `record_of`), then played on by the bot until the player's turn."""
-        game = cls(id=secrets.token_urlsafe(18), human=human, seed=seed, state=new_game(),
-                   key=jax.random.PRNGKey(seed), start=start)
-        if record is not None:
-            game._replay(engine, record)
-        elif start is not None:
-            game.state = _loaded(engine, start)
-            game.log.append(f"Position {start} loaded.")
-        if game.state.is_chance:
-            game._roll(engine)
-        game._bot_plays(engine)
-        return game
-
-    def _replay(self, engine: Engine, record) -> None:
-        """Play a record's decisions again, each roll's dice read from the next id."""
-        decisions, start, position = _read_record(record)
-        self.start = start
+               mode: str = "bot") -> "Game":
+        """A game from the start or from the position of string id `start`, then played on
+        by the bot until the player's turn."""
+        game = cls._new(human, seed, mode)
         if start is not None:
-            self.state = _loaded(engine, start)
+            game._load(engine, start)
+            game.log.append(f"Position {start} loaded.")
+        return game._begin(engine)
+
+    @classmethod
+    def from_record(cls, engine: Engine, record: dict) -> "Game":
+        """The game of a record (see `record_of`; its types checked by the caller) replayed
+        in its own seat, seed and mode, then played on from its end. A record made here
+        goes on as the game it records would have: the seed's key is drawn as it was."""
+        game = cls._new(SEATS.index(record.get("you") or SEATS[0]), record.get("seed") or 0,
+                        record.get("mode") or "bot")
+        opponent = record.get("opponent")
+        if game.mode == "bot" and opponent not in (None, engine.opponent_spec):
+            game.log.append(f"This record was played against {clip(opponent)}; the bot here "
+                            f"is {engine.opponent_spec}.")
+        game._replay(engine, record)
+        return game._begin(engine)
+
+    @classmethod
+    def _new(cls, human: int, seed: int, mode: str) -> "Game":
+        return cls(id=secrets.token_urlsafe(18), human=human, seed=seed, state=new_game(),
+                   key=jax.random.PRNGKey(seed), start=None, mode=mode)
+
+    def _load(self, engine: Engine, start: str) -> None:
+        """Start from the position of string id `start`; its dice, if it is at a decision,
+        are the mover's roll."""
+        self.start, self.state = start, _loaded(engine, start)
+        if not self.state.is_chance:
+            self.rolls[int(self.state.current_player)] = [
+                int(d) for d in np.asarray(self.state._dice)]
+
+    def _begin(self, engine: Engine) -> "Game":
+        if self.state.is_chance:
+            self._roll(engine)
+        self._bot_plays(engine)
+        return self
+
+    def _replay(self, engine: Engine, record: dict) -> None:
+        """Play a record's decisions again, each roll's dice read from the next id."""
+        deadline = time.monotonic() + MAX_REPLAY_SECONDS
+        decisions, start, position = record["decisions"], record.get("start"), \
+            record.get("position")
+        if start is not None:
+            self._load(engine, start)
         ids = [d["id"] for d in decisions] + ([position] if position is not None else [])
         for n, string_id in enumerate(ids):
+            what = _nth_move(decisions, n)
+            if time.monotonic() > deadline:
+                raise GameError(422, f"This record takes too long to replay (over "
+                                     f"{MAX_REPLAY_SECONDS:.0f} s, at {what}).")
             if self.state.is_chance:
-                self._roll(engine, outcome=_outcome_of(string_id))
+                self._roll(engine, outcome=_outcome_of(string_id, what))
             if io.to_string_id(self.state) != string_id:
-                what = f"decision {n + 1}" if n < len(decisions) else "the last position"
-                raise GameError(422, f"record: {what} does not follow: its position "
-                                     f"{string_id} is not {io.to_string_id(self.state)}")
+                raise GameError(422, f"This record does not replay: {what} was made in "
+                                     f"position {clip(string_id)}, but the game before it "
+                                     f"leads to {io.to_string_id(self.state)}.")
             if n < len(decisions):
                 action = decisions[n]["action"]
                 if done(self.state) or not bool(self.state.legal_action_mask[action]):
-                    raise GameError(422, f"record: decision {n + 1}: action {action} is not "
-                                         "legal there")
+                    raise GameError(422, f"This record does not replay: {what} is not legal "
+                                         "in its position.")
+                if self.bots_turn():  # the key the bot's choice was drawn from
+                    self.key, _, _ = engine.k.draw(self.key)
                 self._decide(engine, action)
 
     # --- the player's turn --------------------------------------------------------------------
 
     @property
     def turn(self) -> int:
-        """Decisions taken so far: a request naming another turn comes too late."""
+        """Decisions taken so far."""
         return len(self.record)
 
+    def seat(self) -> int:
+        """The colour the page plays now: the player's; in free play, the one to move."""
+        return int(self.state.current_player) if self.mode == "free" else self.human
+
+    def bots_turn(self) -> bool:
+        return self.mode == "bot" and int(self.state.current_player) != self.human
+
     def yours(self) -> bool:
-        return not done(self.state) and int(self.state.current_player) == self.human
+        return not done(self.state) and not self.bots_turn()
 
     def _cached(self, name: str, compute):
         """A value of the current decision, computed once (the cache is emptied each turn)."""
@@ -237,7 +307,7 @@ class Game:
         if frm in options and (to is None or to in options[frm]):
             return None
         lists = self._cached("lists", lambda: reasons.candidate_lists(self.state))
-        me = self.human
+        me = self.seat()
         pending = [reasons.view_move(m, me) for m in self.pending]
         if to is None:
             return reasons.why_not_from(lists, me, pending, reasons.view_move((frm, 0), me)[0])
@@ -249,12 +319,15 @@ class Game:
         if reason:
             raise GameError(409, reason)
         self.pending.append((frm, to))
+        self.version += 1
 
     def undo(self) -> None:
         """Take back the half-moves not yet confirmed."""
         if not self.yours():
             raise GameError(409, self._not_your_turn())
-        self.pending = []
+        if self.pending:
+            self.pending = []
+            self.version += 1
 
     def play(self, engine: Engine, action: int) -> None:
         """The player's decision (a Move, Go, or the empty move), then the bot's until the
@@ -262,8 +335,9 @@ class Game:
         if not self.yours():
             raise GameError(409, self._not_your_turn())
         if not bool(self.state.legal_action_mask[action]):
-            raise GameError(409, f"Action {action} is not legal here; legal: "
-                                 f"{', '.join(t for _, t in self.legal_moves(engine))}.")
+            legal = [t for _, t in self.legal_moves(engine)]
+            named = ", ".join(legal[:MAX_LISTED]) + (", …" if len(legal) > MAX_LISTED else "")
+            raise GameError(409, f"That move is not legal here. Legal: {named}.")
         self._decide(engine, action)
         if not done(self.state):
             self._roll(engine)
@@ -286,18 +360,18 @@ class Game:
         if not self.yours():
             raise GameError(409, self._not_your_turn())
         notations, pairs = dict(self.legal_moves(engine)), self.pairs(engine)
-        board = np.asarray(self.state._board)
+        board, me = np.asarray(self.state._board), self.seat()
         scale = engine.hinter.points_per_unit
         out, seen = [], set()
         for action, worth in engine.hinter.ranked(self.state):
             moves = () if action == notation.GO else moves_of(pairs[action])
-            after = moved(board, self.human, moves)
+            after = moved(board, me, moves)
             if (action == notation.GO, *after) in seen:
                 continue
             seen.add((action == notation.GO, *after))
             out.append({"action": action, "move": notations[action], "worth": worth,
                         "points": None if scale is None else worth * scale,
-                        "arrows": render.arrow_ends(after, self.human, moves)})
+                        "arrows": render.arrow_ends(after, me, moves)})
         return out[:HINTS]
 
     def _not_your_turn(self) -> str:
@@ -317,21 +391,26 @@ class Game:
             self.log.append(f"{render.COLOUR_NAMES[mover]} plays {text}.")
         self.log += notation.decision_report(before, self.state, action)
         self.pending, self._turn_cache = [], {}
+        self.version += 1
+        self.last_turn = {"colour": mover, "dice": self.rolls[mover], "move": text}
         new_setting = action == notation.GO or (
             not done(self.state) and int(self.state.current_player) == mover)
-        self.bot_moves = () if new_setting or mover == self.human else moves
+        self.last_moves = () if new_setting or (self.mode == "bot" and mover == self.human) \
+            else moves
 
     def _roll(self, engine: Engine, outcome: int | None = None) -> None:
-        """The dice (drawn from the game's key unless given), and their jans explained."""
-        if outcome is None:
-            self.key, outcome, _ = engine.k.draw(self.key)
-        roll = engine.k.roll(self.state, outcome)
+        """The dice (drawn from the game's key unless given: a record's, whose key is drawn
+        all the same), and their jans explained."""
+        self.key, drawn, _ = engine.k.draw(self.key)
+        roller = int(self.state.current_player)
+        roll = engine.k.roll(self.state, drawn if outcome is None else outcome)
         self.log += notation.roll_report(self.state, roll)
         self.state = roll.state
+        self.rolls[roller] = [int(d) for d in np.asarray(self.state._dice)]
         self._turn_cache = {}
 
     def _bot_plays(self, engine: Engine) -> None:
-        while not done(self.state) and int(self.state.current_player) != self.human:
+        while not done(self.state) and self.bots_turn():
             self.key, _, agent_key = engine.k.draw(self.key)
             self._decide(engine, int(engine.opponent(agent_key, self.state)))
             if not done(self.state):
@@ -342,113 +421,190 @@ class Game:
     # --- what the page shows ---------------------------------------------------------------
 
     def result(self) -> str | None:
+        """How the game ended, said to the player (in free play, by colour)."""
         if not done(self.state):
             return None
         holes = [int(h) for h in np.asarray(self.state._holes)]
         winner = int(np.argmax(np.asarray(self.state.rewards)))
         if bool(self.state.truncated) or not np.any(np.asarray(self.state.rewards)):
             return "The game ended without a winner."
-        who = "You win" if winner == self.human else "The bot wins"
+        if self.mode == "free":
+            who = f"{render.COLOUR_NAMES[winner]} wins"
+        else:
+            who = "You win" if winner == self.human else "The bot wins"
         return f"{who}, {holes[winner]} holes to {holes[1 - winner]}."
+
+    def other_turn(self) -> str | None:
+        """The other side's last turn, as the page says it: "The bot rolled 5-3 and played
+        1-6 1-7." (in free play the colour's name); None when the last decision was the
+        seat's own."""
+        last = self.last_turn
+        if last is None or last["colour"] == self.seat():
+            return None
+        who = "The bot" if self.mode == "bot" else render.COLOUR_NAMES[last["colour"]]
+        rolled = f" rolled {dice_text(last['dice'])} and" if last["dice"] else ""
+        did = "went (new setting)" if last["move"] == "go" else (
+            "could not move" if last["move"] == "pass" else f"played {last['move']}")
+        return f"{who}{rolled} {did}."
 
     def view(self, engine: Engine, log_from: int = 0) -> dict:
         """Everything the page draws, as JSON values; the log from line `log_from` on."""
         pos = render.position(self.state)
-        yours = self.yours()
-        board = moved(pos.board, self.human, self.pending)
+        yours, me = self.yours(), self.seat()
+        board = moved(pos.board, me, self.pending)
         if self.pending:
-            arrows = render.move_arrows(board, self.human, self.pending, PENDING_INK)
+            arrows = render.move_arrows(board, me, self.pending, PENDING_INK)
+        elif self.last_turn is not None:
+            arrows = render.move_arrows(board, self.last_turn["colour"], self.last_moves)
         else:
-            arrows = render.move_arrows(board, 1 - self.human, self.bot_moves)
+            arrows = ""
         orders = self.sequences(engine) if yours else {}
         empty = orders.get(()) if not self.pending else None
         go = yours and bool(self.state.legal_action_mask[notation.GO])
         return {
-            "game": self.id, "turn": self.turn, "you": self.human, "seat": SEATS[self.human],
-            "seed": self.seed, "opponent": engine.opponent_spec,
+            "game": self.id, "turn": self.turn, "version": self.version, "you": me,
+            "seat": SEATS[self.human], "mode": self.mode, "seed": self.seed,
+            "opponent": engine.opponent_spec if self.mode == "bot" else None,
             "svg": render.svg_of(pos._replace(board=tuple(board)), extra=arrows),
             "position": {"board": board, "dice": list(pos.dice), "points": list(pos.points),
                          "holes": list(pos.holes), "bredouille": list(pos.can_bredouille),
                          "player": pos.player, "status": pos.status},
-            "status": render.status_line(pos), "string_id": io.to_string_id(self.state),
+            "rolls": list(self.rolls), "status": render.status_line(pos),
+            "string_id": io.to_string_id(self.state),
             "yours": yours, "pending": [list(m) for m in self.pending],
             "options": self.options(engine) if yours else {},
             "complete": orders.get(tuple(self.pending)) if self.pending else None,
             "pass": empty, "go": go,
-            "bot_move": " ".join(f"{f}-{t or 'off'}" for f, t in self.bot_moves) or None,
+            "last_move": " ".join(f"{f}-{t or 'off'}" for f, t in self.last_moves) or None,
+            "other_turn": self.other_turn(),
             "over": done(self.state), "result": self.result(),
             "hints": engine.hinter is not None,
             "log": self.log[log_from:], "log_size": len(self.log),
         }
 
-    def record_of(self) -> dict:
+    def record_of(self, engine: Engine) -> dict:
         """The game record: one string id per decision (the position the decision was taken
         in, as the reference engine writes it) with the action taken; `position` is the id
-        of the position now. `Game.create(record=...)` replays it."""
-        return {"format": RECORD_FORMAT, "version": 1, "start": self.start,
-                "you": SEATS[self.human], "seed": self.seed, "decisions": list(self.record),
-                "position": io.to_string_id(self.state), "result": self.result()}
+        of the position now; the seat, seed and mode it was played in.
+        `Game.from_record` replays it."""
+        return {"format": RECORD_FORMAT, "version": RECORD_VERSION, "start": self.start,
+                "you": SEATS[self.human], "seed": self.seed, "mode": self.mode,
+                "opponent": engine.opponent_spec if self.mode == "bot" else None,
+                "decisions": list(self.record), "position": io.to_string_id(self.state),
+                "result": self.result()}
 
     def fingerprint(self) -> bytes:
         """Every byte of the game that a request may change (tests compare it)."""
         leaves = [np.asarray(x).tobytes() for x in jax.tree.leaves((self.state, self.key))]
-        return b"|".join(leaves + [repr((self.record, self.log, self.pending, self.bot_moves,
-                                         self.start)).encode()])
+        return b"|".join(leaves + [repr((self.record, self.log, self.pending, self.last_moves,
+                                         self.start, self.rolls, self.last_turn, self.version,
+                                         self.human, self.mode)).encode()])
 
 
-def _loaded(engine: Engine, string_id: str) -> State:
-    """The position of a string id, at a roll, a move or a hold-or-go choice."""
+def _nth_move(decisions: list[dict], n: int) -> str:
+    """A record's decision `n` as a player names it: "its move 4 (White's 1-6 1-7)"."""
+    if n >= len(decisions):
+        return "its last position"
+    d = decisions[n]
+    said = f" ({d['player']}'s {clip(d['move'], 24)})" if d.get("player") and d.get("move") \
+        else ""
+    return f"its move {n + 1}{said}"
+
+
+# ---------------------------------------------------------------------------------------------
+#  Positions: read from a string id, or set up on the board
+# ---------------------------------------------------------------------------------------------
+
+def decode_id(string_id: str) -> dict:
+    """The reference's record of a string id (`io.record_from_string_id`); GameError 422,
+    said for a player, if it is none."""
     try:
-        rec = io.record_from_string_id(string_id)
-    except ValueError as error:
-        raise GameError(422, str(error)) from None
+        return io.record_from_string_id(string_id)
+    except ValueError:
+        raise GameError(422, f"“{clip(string_id)}” is not a position id: an id is 24 "
+                             "letters, digits, + or /, as the page shows under “This "
+                             "position”.") from None
+
+
+def position_problems(rec: dict) -> list[str]:
+    """What makes a position's record (`io.record_from_string_id`'s) one no game reaches, or
+    one the game cannot be played on from: too many checkers, a side with none, points or
+    holes out of range, a stage between a roll and a decision, dice that are no roll."""
     board = rec["board"]
-    problems = [f"{name} has {n} checkers on the board (15 at most)"
-                for name, n in (("White", sum(max(v, 0) for v in board)),
-                                ("Black", sum(max(-v, 0) for v in board))) if n > NUM_CHECKERS]
-    problems += [f"{p} has {rec[key][0]} points (0 to 11)" for p, key in
-                 (("White", "p1"), ("Black", "p2")) if rec[key][0] >= render.POINTS_PER_HOLE]
-    problems += [f"{p} has {rec[key][1]} holes: the game is over" for p, key in
-                 (("White", "p1"), ("Black", "p2")) if rec[key][1] >= 12]
+    problems = []
+    for name, n in (("White", sum(max(v, 0) for v in board)),
+                    ("Black", sum(max(-v, 0) for v in board))):
+        if n > NUM_CHECKERS:
+            problems.append(f"{name} has {n} checkers on the board (15 at most)")
+        elif n == 0:
+            problems.append(f"{name} has no checker on the board")
+    for name, key in (("White", "p1"), ("Black", "p2")):
+        points, holes = rec[key][:2]
+        if points >= render.POINTS_PER_HOLE:
+            problems.append(f"{name} has {points} points (0 to 11)")
+        if holes >= 12:
+            problems.append(f"{name} has {holes} holes: the game is over")
     if rec["turn_stage"] not in (TS_ROLL_DICE, TS_MOVE, TS_HOLD_OR_GO):
         problems.append("it is between a roll and a decision (load one at a roll, a move or a "
                         "hold-or-go choice)")
     elif rec["turn_stage"] != TS_ROLL_DICE and not all(1 <= d <= 6 for d in rec["dice"]):
-        problems.append(f"its dice {rec['dice']} are no roll")
+        problems.append(f"its dice {rec['dice'][0]} and {rec['dice'][1]} are no roll")
+    return problems
+
+
+def _loaded(engine: Engine, string_id: str) -> State:
+    """The position of a string id, at a roll, a move or a hold-or-go choice; the engine
+    derives its legal moves."""
+    rec = decode_id(string_id)
+    problems = position_problems(rec)
     if problems:
-        raise GameError(422, f"position {string_id}: " + "; ".join(problems) + ".")
-    return engine.env.restore(io.state_from_record(rec))
+        raise GameError(422, f"Position {clip(string_id)} cannot be played: "
+                             + "; ".join(problems) + ".")
+    return engine.restore(io.state_from_record(rec))
 
 
-def _outcome_of(string_id: str) -> int:
-    """The chance outcome of the dice in a decision's string id."""
-    try:
-        dice = io.record_from_string_id(string_id)["dice"]
-    except ValueError as error:
-        raise GameError(422, f"record: {error}") from None
+def setup_record(board, player: int, dice, points=(0, 0), holes=(0, 0),
+                 bredouille=(True, True)) -> dict:
+    """The record (as `io.record_from_string_id` gives) of a position set up on the board:
+    `player` to move with `dice`."""
+    players = [[int(points[c]), int(holes[c]), int(bredouille[c]), int(bredouille[c]), 0]
+               for c in (0, 1)]
+    rec = {"board": [int(n) for n in board], "active": player + 1, "stage": STAGE_IN_GAME,
+           "turn_stage": TS_MOVE, "dice": [int(d) for d in dice], "p1": players[0],
+           "p2": players[1], "dice_points": [0, 0]}
+    rec["id"] = io.record_string_id(rec)
+    return rec
+
+
+def preview(engine: Engine, rec: dict) -> dict:
+    """A position set up on the board, as the page shows it while it is edited: its
+    picture, its string id, and what the engine says of it (its problems, or its legal
+    moves)."""
+    problems = position_problems(rec)
+    mover = render.COLOUR_NAMES[rec["active"] - 1]
+    if problems:
+        said = "This position cannot be played: " + "; ".join(problems) + "."
+    else:
+        state = engine.restore(io.state_from_record(rec))
+        moves = [t for _, t in notation.legal_moves(state, engine.k)]
+        said = (f"{mover} to move with {dice_text(rec['dice'])}: "
+                + ("no move possible (pass)." if moves == ["pass"] else
+                   f"{len(moves)} legal move{'s' * (len(moves) > 1)}."))
+    pos = render.Position(
+        board=tuple(rec["board"]), dice=tuple(rec["dice"]),
+        points=(rec["p1"][0], rec["p2"][0]), holes=(rec["p1"][1], rec["p2"][1]),
+        can_bredouille=(bool(rec["p1"][2]), bool(rec["p2"][2])), player=rec["active"] - 1,
+        status="move")
+    return {"string_id": rec["id"], "svg": render.svg_of(pos), "problems": problems,
+            "said": said}
+
+
+def _outcome_of(string_id: str, what: str) -> int:
+    """The chance outcome of the dice in a record's decision's string id."""
+    dice = decode_id(string_id)["dice"]
     if not all(1 <= d <= 6 for d in dice):
-        raise GameError(422, f"record: position {string_id} has no roll")
+        raise GameError(422, f"This record does not replay: {what} has no dice.")
     return int(dice_to_outcome(np.asarray(dice)))
-
-
-def _read_record(record) -> tuple[list[dict], str | None, str | None]:
-    """(decisions, start, position) of a record, its types checked."""
-    if not isinstance(record, dict) or not isinstance(record.get("decisions"), list):
-        raise GameError(422, "record: expected an object with a list 'decisions'")
-    decisions = record["decisions"]
-    if len(decisions) > MAX_RECORD_DECISIONS:
-        raise GameError(422, f"record: {len(decisions)} decisions, at most "
-                             f"{MAX_RECORD_DECISIONS}")
-    for n, d in enumerate(decisions):
-        if not (isinstance(d, dict) and isinstance(d.get("id"), str)
-                and type(d.get("action")) is int and 0 <= d["action"] < NUM_ACTIONS):
-            raise GameError(422, f"record: decision {n + 1} needs a string 'id' and an "
-                                 f"integer 'action' in 0..{NUM_ACTIONS - 1}")
-    start, position = record.get("start"), record.get("position")
-    for name, value in (("start", start), ("position", position)):
-        if value is not None and not isinstance(value, str):
-            raise GameError(422, f"record: '{name}' must be a string id or null")
-    return decisions, start, position
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,8 +617,8 @@ GONE = ("This game is no longer on the server: it keeps the {n} games used last 
 
 
 class Games:
-    """At most `max_games` games by id, the one idle longest dropped for a new one. Hold
-    `lock` around every use of a game or of the engine."""
+    """At most `max_games` games by id, the one idle longest dropped for a new one. `lock`
+    guards the table only; each game has its own (`Game.lock`)."""
 
     def __init__(self, engine: Engine, max_games: int = 64):
         if max_games < 1:
@@ -472,21 +628,24 @@ class Games:
         self._games: collections.OrderedDict[str, Game] = collections.OrderedDict()
 
     def add(self, game: Game) -> Game:
-        while len(self._games) >= self.max_games:
-            self._games.popitem(last=False)
-        self._games[game.id] = game
+        with self.lock:
+            while len(self._games) >= self.max_games:
+                self._games.popitem(last=False)
+            self._games[game.id] = game
         return game
 
     def get(self, game_id: str) -> Game:
         """The game `game_id`, marked as just used; GameError 404 if there is none."""
-        game = self._games.get(game_id)
-        if game is None:
-            raise GameError(404, GONE.format(n=self.max_games))
-        self._games.move_to_end(game_id)
+        with self.lock:
+            game = self._games.get(game_id)
+            if game is None:
+                raise GameError(404, GONE.format(n=self.max_games))
+            self._games.move_to_end(game_id)
         return game
 
     def __len__(self) -> int:
         return len(self._games)
 
     def __iter__(self):
-        return iter(list(self._games.values()))
+        with self.lock:
+            return iter(list(self._games.values()))

@@ -1,12 +1,17 @@
 // The Trictrac page: draws the server's view of a game and sends the player's clicks.
-// The server (trictrac_jax/tools/web.py) decides everything; this file only shows it.
+// The server (trictrac_jax/tools/web.py) decides everything, the rules and whether a
+// position set up on the board can be played included; this file only shows it.
 "use strict";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
+const NAMES = ["White", "Black"];
+const SEATS = ["white", "black"];
+const DIE_FACES = ["", "⚀", "⚁", "⚂", "⚃", "⚄", "⚅"];
 const $ = (id) => document.getElementById(id);
 let config = null;    // the board's geometry and the server's limits (/api/config)
 let view = null;      // the game as the server last sent it
 let selected = null;  // the field of the checker the player picked, or null
+let setup = null;     // the position being set up on the board, or null
 
 async function api(method, path, body) {
   document.body.dataset.busy = "1";
@@ -25,9 +30,16 @@ async function api(method, path, body) {
   }
 }
 
+// The page's words, in French where the player asked for the French names.
+function words(text) {
+  if (!text || !$("french").checked) return text;
+  for (const [english, french] of config.french) text = text.split(english).join(french);
+  return text;
+}
+
 function say(text, kind = "") {
   const message = $("message");
-  message.textContent = text;
+  message.textContent = words(text);
   message.className = kind;
 }
 
@@ -36,6 +48,7 @@ function say(text, kind = "") {
 function show(next, wholeLog) {
   view = next;
   selected = null;
+  leaveSetup();
   location.hash = "game=" + view.game;
   $("board").innerHTML = view.svg;
   drawOverlay();
@@ -49,7 +62,10 @@ function show(next, wholeLog) {
   $("go").hidden = !view.go;
   $("pass").hidden = view.pass === null;
   $("hint").disabled = !view.yours || !view.hints;
+  $("against").textContent = view.mode === "free" ? "free play: you move both colours"
+    : `against ${view.opponent}`;
   document.body.dataset.turn = view.turn;
+  document.body.dataset.version = view.version;
   document.body.dataset.pending = view.pending.length;
   document.body.dataset.over = view.over ? "1" : "";
   say(instructions(), view.over ? "result" : "");
@@ -58,11 +74,12 @@ function show(next, wholeLog) {
 function instructions() {
   if (view.over) return view.result;
   if (view.complete !== null) return "Confirm your move, or undo it.";
-  if (view.pass !== null) return "No move is possible: pass.";
-  const bot = view.bot_move ? `The bot played ${view.bot_move}. ` : "";
+  const other = view.other_turn ? view.other_turn + " " : "";
+  if (view.pass !== null) return other + "No move is possible: pass.";
   const go = view.go ? "You won a hole: hold (make your move) or go (new setting). " : "";
-  return bot + go + (view.pending.length ? "Now your second checker." :
-    "Your move: click a checker, then the field it goes to.");
+  const who = view.mode === "free" ? `${NAMES[view.position.player]} to move: ` : "Your move: ";
+  return other + go + (view.pending.length ? "Now the second checker." :
+    who + "click a checker, then the field it goes to.");
 }
 
 function svgElement(name, attributes, parent) {
@@ -76,16 +93,17 @@ function targetsOf(field) {
   return view.options[String(field)] || [];
 }
 
-// Hit areas over the fields (and the player's bear-off tray), marked as sources, the picked
-// checker and its targets.
+// Hit areas over the fields (and the mover's bear-off tray), marked as sources, the picked
+// checker and its targets; while a position is set up, every field.
 function drawOverlay() {
   const svg = $("board").querySelector("svg");
   svg.querySelector("#overlay")?.remove();
   const overlay = svgElement("g", {id: "overlay"}, svg);
-  const targets = selected === null ? [] : targetsOf(selected);
+  const targets = selected === null || setup ? [] : targetsOf(selected);
   const area = (field, [x, y, w, h]) => {
     let kind = field ? "hit" : "hit off";
-    if (field === selected) kind += " selected";
+    if (setup) kind += " setup";
+    else if (field === selected) kind += " selected";
     else if (targets.includes(field)) kind += " target";
     else if (selected === null && field !== 0 && targetsOf(field).length) kind += " source";
     const rect = svgElement("rect", {x, y, width: w, height: h, class: kind,
@@ -93,37 +111,53 @@ function drawOverlay() {
     rect.dataset.field = field;
   };
   for (let field = 1; field <= 24; field++) area(field, config.fields[field]);
-  const off = config.off[view.you];
-  area(0, off);
-  const [x, y] = [off[0] + off[2] / 2, off[1] + off[3] / 2];
-  const label = svgElement("text", {x, y, class: "off-label", "text-anchor": "middle",
-                                    transform: `rotate(-90 ${x} ${y})`}, overlay);
-  label.textContent = "off";
+  if (!setup) {
+    const off = config.off[view.you];
+    area(0, off);
+    const [x, y] = [off[0] + off[2] / 2, off[1] + off[3] / 2];
+    const label = svgElement("text", {x, y, class: "off-label", "text-anchor": "middle",
+                                      transform: `rotate(-90 ${x} ${y})`}, overlay);
+    label.textContent = "off";
+  }
+  if ($("french").checked) drawQuarterNames(overlay);
   overlay.addEventListener("click", (event) => {
     const field = event.target.dataset?.field;
-    if (field !== undefined) clickField(Number(field));
+    if (field === undefined) return;
+    if (setup) editField(Number(field));
+    else clickField(Number(field));
   });
 }
 
-function drawArrows(arrows) {
-  const svg = $("board").querySelector("svg");
-  svg.querySelector("#hint-arrows")?.remove();
-  const group = svgElement("g", {id: "hint-arrows"}, svg);
-  for (const [x1, y1, x2, y2] of arrows) {
-    svgElement("line", {x1, y1, x2, y2, class: "hint-arrow"}, group);
-    svgElement("circle", {cx: x2, cy: y2, r: 9, class: "hint-arrow-end"}, group);
+// The quarters' French names from the seat's side, beside the bar between the rows.
+function drawQuarterNames(overlay) {
+  const you = setup ? SEATS.indexOf(setup.player) : view.you;
+  const own = (f) => (you === 0 ? f : 25 - f);  // the seat's field f on the real board
+  for (const [name, field] of [["petit jan", own(6)], ["grand jan", own(7)],
+                               ["jan de retour", own(19)]]) {
+    const [x, y, w, h] = config.fields[field];
+    const top = field >= 13;
+    const rightHalf = field <= 6 || field >= 19;
+    const label = svgElement("text", {
+      x: rightHalf ? x + 4 : x + w - 4, y: top ? y + h - 7 : y + 15,
+      "text-anchor": rightHalf ? "start" : "end", class: "quarter-label"}, overlay);
+    label.textContent = name;
   }
 }
 
 function showScore() {
-  const names = ["White", "Black"];
+  const human = SEATS.indexOf(view.seat);
   for (const colour of [0, 1]) {
-    const who = colour === view.you ? "you" : "bot";
+    const who = view.mode === "free" ? "" : colour === human ? " (you)" : " (bot)";
     const turn = !view.over && view.position.player === colour ? " ◀" : "";
-    $(`score-${colour}-name`).textContent = `${names[colour]} (${who})${turn}`;
+    $(`score-${colour}-name`).textContent = `${NAMES[colour]}${who}${turn}`;
     $(`score-${colour}-points`).textContent = view.position.points[colour];
     $(`score-${colour}-holes`).textContent = `${view.position.holes[colour]}/12`;
     $(`score-${colour}-bredouille`).textContent = view.position.bredouille[colour] ? "yes" : "no";
+    const roll = view.rolls[colour];
+    const cell = $(`score-${colour}-roll`);
+    cell.textContent = roll ? `${DIE_FACES[roll[0]]}${DIE_FACES[roll[1]]}` : "";
+    cell.title = roll ? `${roll[0]}-${roll[1]}` : "";
+    cell.dataset.roll = roll ? `${roll[0]}-${roll[1]}` : "";
   }
 }
 
@@ -132,7 +166,7 @@ function showLog(lines, whole) {
   if (whole) log.replaceChildren();
   for (const line of lines) {
     const div = document.createElement("div");
-    div.textContent = line;
+    div.textContent = words(line);
     div.className = line.startsWith("  ") ? "detail" : "line";
     log.appendChild(div);
   }
@@ -157,15 +191,25 @@ async function clickField(field) {
   say(answer.data.reason || answer.data.error || "", "refused");
 }
 
-// A request that changes the game: the new view, or the reason it was refused.
+// A request that changes the game: the new view, or the reason it was refused. A request
+// made on a board the game has left (another tab played) brings the board up to date.
 async function request(method, action, body = {}) {
   const answer = await api(method, `/api/games/${view.game}/${action}`,
-                           {turn: view.turn, ...body});
+                           {version: view.version, ...body});
   if (answer.ok) return show(answer.data, false);
   if (answer.status === 404) return gone(answer.data.error);
+  if (answer.data.stale) return refresh(answer.data.error);
   selected = null;
   drawOverlay();
   say(answer.data.error, "refused");
+}
+
+// The game as the server has it now (another tab may have played), told with `reason`.
+async function refresh(reason) {
+  const answer = await api("GET", `/api/games/${view.game}`);
+  if (!answer.ok) return gone(answer.data.error);
+  show(answer.data, true);
+  if (reason) say(reason, "refused");
 }
 
 function gone(reason) {
@@ -197,53 +241,187 @@ async function hint() {
   drawArrows(answer.data.moves.length ? answer.data.moves[0].arrows : []);
 }
 
+function drawArrows(arrows) {
+  const svg = $("board").querySelector("svg");
+  svg.querySelector("#hint-arrows")?.remove();
+  const group = svgElement("g", {id: "hint-arrows"}, svg);
+  for (const [x1, y1, x2, y2] of arrows) {
+    svgElement("line", {x1, y1, x2, y2, class: "hint-arrow"}, group);
+    svgElement("circle", {cx: x2, cy: y2, r: 9, class: "hint-arrow-end"}, group);
+  }
+}
+
 // --- new games and loading -------------------------------------------------------------------
 
-function seatAndSeed() {
+function choices() {
   const seed = $("seed").value.trim();
   return {seat: document.querySelector("input[name=seat]:checked").value,
+          mode: document.querySelector("input[name=mode]:checked").value,
           seed: seed === "" ? null : Number(seed)};
 }
 
-async function newGame(extra = {}) {
+async function newGame(body) {
   say("Starting a game…");
-  const answer = await api("POST", "/api/games", {...seatAndSeed(), ...extra});
+  const answer = await api("POST", "/api/games", body);
   if (!answer.ok) return say(answer.data.error, "refused");
   show(answer.data, true);
 }
 
 async function loadRecord(file) {
+  if (file.size > config.limits.body_bytes) {
+    return say(`${file.name} is too large for a game record (${file.size} bytes; at most `
+               + `${config.limits.body_bytes}).`, "refused");
+  }
   let record;
   try {
     record = JSON.parse(await file.text());
   } catch (error) {
-    return say(`${file.name} is not a JSON game record (${error.message}).`, "refused");
+    return say(`${file.name} is not a game record: it is not JSON.`, "refused");
   }
   await newGame({record});
 }
 
+// --- a position set up by clicking (the server checks it and draws it) -----------------------
+
+function enterSetup() {
+  const position = view ? view.position : null;
+  setup = {board: position ? [...position.board] : initialBoard(),
+           player: SEATS[position ? position.player : 0]};
+  const dice = position && position.dice[0] ? position.dice : [1, 1];
+  $("setup-player").value = setup.player;
+  for (const i of [0, 1]) {
+    $(`setup-die-${i}`).value = String(dice[i]);
+    $(`setup-points-${i}`).value = position ? position.points[i] : 0;
+    $(`setup-holes-${i}`).value = position ? position.holes[i] : 0;
+  }
+  $("setup-tools").hidden = false;
+  $("controls").hidden = true;
+  $("hints").replaceChildren();
+  drawSetup();
+}
+
+function leaveSetup() {
+  setup = null;
+  delete document.body.dataset.setup;
+  $("setup-tools").hidden = true;
+  $("controls").hidden = false;
+}
+
+function initialBoard() {
+  const board = new Array(24).fill(0);
+  board[0] = 15;
+  board[23] = -15;
+  return board;
+}
+
+function editField(field) {
+  const tool = document.querySelector("input[name=tool]:checked").value;
+  const n = setup.board[field - 1];
+  if (tool === "off") setup.board[field - 1] = n - Math.sign(n);
+  else {
+    const sign = tool === "white" ? 1 : -1;
+    setup.board[field - 1] = n * sign < 0 ? sign : n + sign;  // the other colour's: replaced
+  }
+  drawSetup();
+}
+
+function setupBody() {
+  const number = (id) => Math.max(0, Math.min(11, Math.trunc(Number($(id).value)) || 0));
+  setup.player = $("setup-player").value;
+  return {board: setup.board, player: setup.player,
+          dice: [0, 1].map((i) => Number($(`setup-die-${i}`).value)),
+          points: [0, 1].map((i) => number(`setup-points-${i}`)),
+          holes: [0, 1].map((i) => number(`setup-holes-${i}`))};
+}
+
+async function drawSetup() {
+  const answer = await api("POST", "/api/positions", setupBody());
+  if (!answer.ok) return say(answer.data.error, "refused");
+  setup.preview = answer.data;
+  $("board").innerHTML = answer.data.svg;
+  drawOverlay();
+  $("string-id").textContent = answer.data.string_id;
+  document.body.dataset.setup = answer.data.string_id;
+  say(answer.data.said, answer.data.problems.length ? "refused" : "");
+}
+
+function playSetup() {
+  if (setup.preview.problems.length) return say(setup.preview.said, "refused");
+  const {seat, mode, seed} = choices();
+  newGame({start: setup.preview.string_id, seat, mode, seed});
+}
+
+// --- the page ---------------------------------------------------------------------------------
+
 async function start() {
   config = (await api("GET", "/api/config")).data;
-  $("against").textContent = `against ${config.opponent}`;
+  $("french").checked = localStorage.getItem("trictrac-french") === "1";
+  for (const select of document.querySelectorAll("select.die")) {
+    for (let d = 1; d <= 6; d++) addOption(select, d);
+  }
   $("confirm").addEventListener("click", () => request("POST", "play", {action: view.complete}));
   $("undo").addEventListener("click", () => request("POST", "undo"));
   $("go").addEventListener("click", () => request("POST", "play", {action: 1}));
   $("pass").addEventListener("click", () => request("POST", "play", {action: view.pass}));
   $("hint").addEventListener("click", hint);
-  $("new-game").addEventListener("submit", (event) => { event.preventDefault(); newGame(); });
+  $("new-game").addEventListener("submit", (event) => {
+    event.preventDefault();
+    newGame(choices());
+  });
   $("load-position").addEventListener("submit", (event) => {
     event.preventDefault();
-    newGame({start: $("position").value.trim()});
+    newGame({...choices(), start: $("position").value.trim()});
   });
   $("record-file").addEventListener("change", (event) => {
     if (event.target.files.length) loadRecord(event.target.files[0]);
     event.target.value = "";
   });
+  $("setup").addEventListener("click", enterSetup);
+  $("setup-initial").addEventListener("click", () => { setup.board = initialBoard(); drawSetup(); });
+  $("setup-empty").addEventListener("click", () => { setup.board.fill(0); drawSetup(); });
+  $("setup-play").addEventListener("click", playSetup);
+  $("setup-cancel").addEventListener("click", () => {
+    leaveSetup();
+    if (view) refresh();
+  });
+  for (const id of ["setup-player", "setup-die-0", "setup-die-1", "setup-points-0",
+                    "setup-holes-0", "setup-points-1", "setup-holes-1"]) {
+    $(id).addEventListener("change", drawSetup);
+  }
+  $("french").addEventListener("change", () => {
+    localStorage.setItem("trictrac-french", $("french").checked ? "1" : "");
+    showWords();
+    if (setup) drawSetup();
+    else if (view) refresh();
+  });
+  showWords();
+  // Back on this tab: the game as it is now, if another tab played meanwhile.
+  document.addEventListener("visibilitychange", async () => {
+    if (document.hidden || !view || setup) return;
+    const answer = await api("GET", `/api/games/${view.game}?log_from=${view.log_size}`);
+    if (answer.ok && answer.data.version !== view.version) {
+      refresh("This game moved on in another tab: here it is now.");
+    }
+  });
   const game = new URLSearchParams(location.hash.slice(1)).get("game");
-  if (!game) return newGame();
+  if (!game) return newGame(choices());
   const answer = await api("GET", `/api/games/${game}`);
   if (answer.ok) return show(answer.data, true);
   say(answer.data.error + " ", "refused");
+}
+
+function addOption(select, value) {
+  const option = document.createElement("option");
+  option.value = option.textContent = String(value);
+  select.appendChild(option);
+}
+
+// Labels that have French names (marked data-words), in the language chosen.
+function showWords() {
+  for (const element of document.querySelectorAll("[data-words]")) {
+    element.dataset.english ??= element.textContent;
+    element.textContent = words(element.dataset.english);
+  }
 }
 
 start();
