@@ -379,12 +379,30 @@ ENV_IDS = ("trictrac",)
 
 
 def make(env_id: str, max_steps: int | None = DEFAULT_MAX_STEPS) -> Trictrac:
-    """The environment `env_id`, as `pgx.make`: where pgx is installed, a subclass of
-    `pgx.Env` (`trictrac_jax.pgx_env.PgxTrictrac`, the same methods), else a `Trictrac`."""
+    """The environment `env_id`, as `pgx.make`: where pgx is installed, a `Trictrac` that is
+    also a `pgx.Env` (same methods), else a `Trictrac`; pgx is imported only here."""
     if env_id not in ENV_IDS:
         raise ValueError(f"unknown environment id {env_id!r}; known ids: {list(ENV_IDS)}")
     import importlib.util
-    if importlib.util.find_spec("pgx") is None:
-        return Trictrac(max_steps)
-    from trictrac_jax.pgx_env import PgxTrictrac  # pgx is imported only here
-    return PgxTrictrac(max_steps)
+    return (Trictrac if importlib.util.find_spec("pgx") is None else _pgx_trictrac())(max_steps)
+
+
+@functools.cache
+def _pgx_trictrac() -> type[Trictrac]:
+    import pgx
+
+    class PgxTrictrac(Trictrac, pgx.Env):
+        """`Trictrac`, a `pgx.Env`. Its methods are `Trictrac`'s (pgx's `Env.step` would
+        take a chance node's all-False mask for an illegal action); pgx's abstract hooks are
+        the game's functions. `state.env_id`, "trictrac", is not among pgx's `EnvId`s."""
+
+        def _init(self, key) -> State:
+            return init(key)
+
+        def _step(self, state: State, action, key) -> State:
+            return step(state, action, key, self.max_steps)
+
+        def _observe(self, state: State, player_id) -> jax.Array:
+            return observe(state, player_id)
+
+    return PgxTrictrac
