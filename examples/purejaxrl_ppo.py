@@ -98,8 +98,8 @@ def make_train(config):
     """`train(key) -> {"runner_state", "metrics"}`, `metrics` the environments' `info` of
     every step [NUM_UPDATES, NUM_STEPS, NUM_ENVS]."""
     config = dict(config)
-    config["NUM_UPDATES"] = int(config["TOTAL_TIMESTEPS"]) // config["NUM_STEPS"] // config["NUM_ENVS"]
-    config["MINIBATCH_SIZE"] = config["NUM_ENVS"] * config["NUM_STEPS"] // config["NUM_MINIBATCHES"]
+    batch = config["NUM_ENVS"] * config["NUM_STEPS"]
+    config["NUM_UPDATES"] = int(config["TOTAL_TIMESTEPS"]) // batch
     env, env_params = make_env(config)
 
     def learning_rate(count):

@@ -47,14 +47,15 @@ def test_pgx_api_checks(monkeypatch):
     # ... its list of a state's public fields lacks our chance flag, `is_chance` (pgx's own
     # stochastic games keep theirs private) ...
     validate = api_test._validate_state
-    monkeypatch.setattr(api_test, "_validate_state", lambda state: validate(without_is_chance(state)))
+    monkeypatch.setattr(api_test, "_validate_state",
+                        lambda state: validate(without_is_chance(state)))
     # ... and its visualiser draws its own games: the last states are drawn by ours.
     monkeypatch.setattr(State, "save_svg", save_svg, raising=False)
     # pgx 2.6's `act_randomly` samples along axis 1, which this jax refuses for one game's
     # mask (pgx's own tic_tac_toe fails alike): one game's is sampled as a batch of one
     act = api_test.act_randomly
-    monkeypatch.setattr(api_test, "act_randomly",
-                        lambda key, mask: act(key, mask[None])[0] if mask.ndim == 1 else act(key, mask))
+    monkeypatch.setattr(api_test, "act_randomly", lambda key, mask: (
+        act(key, mask[None])[0] if mask.ndim == 1 else act(key, mask)))
     api_test.api_test(env, num=1)
     with pytest.raises(ValueError, match="the key rolls the dice"):
         env.step(env.init(jax.random.PRNGKey(0)), 1)

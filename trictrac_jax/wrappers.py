@@ -63,7 +63,8 @@ from trictrac_jax.env import Trictrac, new_game, observe
 from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State, score_lead
 
 REWARDS = ("outcome", "points")
-OBSERVATIONS = ("array", "dict")  # float32[217], or with the legal mask {"observation", "action_mask"}
+# float32[217], or {"observation": float32[217], "action_mask": bool[514]}
+OBSERVATIONS = ("array", "dict")
 DEFAULT_MAX_STEPS_IN_EPISODE = 500  # the learner's, half the engine's 1000 of both colours
 
 
