@@ -75,7 +75,7 @@ def test_no_import_circle():
 
 def test_the_engine_loads_alone():
     """`import trictrac_jax` in a fresh process loads neither the AlphaZero stack nor the
-    tools, nor the learning libraries."""
+    tools, nor the learning libraries (flax's package loads flax.linen), gymnax or pgx."""
     code = ("import sys, trictrac_jax\n"
             "print('\\n'.join(sorted(sys.modules)))")
     loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
@@ -83,5 +83,5 @@ def test_the_engine_loads_alone():
     assert "trictrac_jax.env" in loaded
     above = sorted(m for m in loaded if m.startswith(("trictrac_jax.az", "trictrac_jax.tools"))
                    or m.split(".")[0] in ("mctx", "optax", "orbax", "chex", "pgx", "pyspiel",
-                                            "gymnax"))
+                                            "gymnax", "flax"))
     assert above == []

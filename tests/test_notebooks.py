@@ -90,7 +90,7 @@ def test_rl(executed):
     notebook = executed["rl"]
     text = outputs(notebook)
     assert "LogEnvState wraps EnvState | obs (4, 217) | legal_action_mask (4, 514)" in text
-    assert "'final_observation'" in text and "'legal_action_mask'" in text
+    assert "'final_observation'" in text and "'discount'" in text
     assert "2 updates, 32 environment steps" in text and "legal ones: legal" in text
     plots = [o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(plots) == 1  # the learning curve

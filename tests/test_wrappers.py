@@ -1,7 +1,9 @@
-"""The single-agent environment (`trictrac_jax.wrappers`) under jit and vmap, inside gymnax's
-own wrappers (`trictrac_jax.az.gymnax_env`): the opponent never moves for the learner,
-auto-reset keeps the final observation, returns add up to the engine's rewards and to the
-score margins, seats and opponents are drawn per episode, gymnax's conventions hold."""
+"""The single-agent environment (`trictrac_jax.wrappers`) under jit and vmap, as gymnax's own
+classes (`trictrac_jax.gymnax_env`) inside gymnax's own wrappers and `RolloutWrapper`: the
+opponent never moves for the learner, no illegal move is played, auto-reset keeps the final
+observation, episodes end at `max_steps_in_episode` learner steps, returns add up to the
+engine's rewards and to the score margins, seats and opponents are drawn per episode,
+gymnax's conventions hold."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,6 +13,7 @@ import trictrac_jax as tt
 from trictrac_jax import wrappers as W
 
 GAMES, STEPS = 4, 160
+LIMIT = 60  # max_steps_in_episode: some episodes end by it, some by the game's end
 # observe(): 192 checker features, 2 dice, a zero, the turn stage, then per player (the
 # viewer first) points / 12, holes / 12, and two bredouille flags.
 POINTS, HOLES = (196, 200), (197, 201)
@@ -45,8 +48,8 @@ def rollout(env, policy, games: int, steps: int, seed: int):
             out = jax.vmap(env.step, (0, 0, 0, None))(jax.random.split(k_step, games), state,
                                                        action, params)
             nxt_obs, nxt, reward, terminated, truncated, info = out
-            return (nxt_obs, nxt), dict(before=state, obs=obs, next_obs=nxt_obs, next=nxt,
-                                        reward=reward, terminated=terminated,
+            return (nxt_obs, nxt), dict(before=state, obs=obs, action=action, next_obs=nxt_obs,
+                                        next=nxt, reward=reward, terminated=terminated,
                                         truncated=truncated, info=info)
         _, records = jax.lax.scan(one, (obs, state), jax.random.split(k_steps, steps))
         return obs, state, records
@@ -65,23 +68,28 @@ def episodes(done):
 
 
 @pytest.fixture(scope="module")
-def played():
-    """gymnax.make's environment in gymnax's FlattenObservationWrapper and LogWrapper, points
-    rewards, two opponents drawn per episode (random and first), a masked random learner
-    reading the legal actions through the wrappers' state."""
-    gymnax = pytest.importorskip("gymnax")  # the test extra installs it
-    from gymnax.wrappers import FlattenObservationWrapper, LogWrapper
-
-    from trictrac_jax.az import gymnax_env
+def gymnax_env():
+    pytest.importorskip("gymnax")  # the test extra installs it
+    from trictrac_jax import gymnax_env
     gymnax_env.register()
     gymnax_env.register()  # registering again is harmless
-    env, params = gymnax.make("Trictrac-v1", reward="points",
+    return gymnax_env
+
+
+@pytest.fixture(scope="module")
+def played(gymnax_env):
+    """gymnax.make's environment in gymnax's FlattenObservationWrapper and LogWrapper, points
+    rewards, two opponents drawn per episode (random and first), a masked random learner:
+    the action space's sample among the legal actions read through the wrappers' state."""
+    import gymnax
+    from gymnax.wrappers import FlattenObservationWrapper, LogWrapper
+
+    env, params = gymnax.make("Trictrac-v1", reward="points", max_steps_in_episode=LIMIT,
                               opponent=(tt.agents.random_agent, tt.agents.first_agent))
     env = LogWrapper(FlattenObservationWrapper(env))
 
     def masked_random(keys, obs, state):
-        logits = jnp.where(env.legal_action_mask(state), 0.0, -jnp.inf)
-        return jax.vmap(jax.random.categorical)(keys, logits)
+        return jax.vmap(env.action_space(params).sample)(keys, env.legal_action_mask(state))
     return env, params, rollout(env, masked_random, GAMES, STEPS, seed=0)
 
 
@@ -91,11 +99,11 @@ def test_the_opponent_never_moves_for_the_learner(played):
     assert not (before.game.terminated | before.game.truncated).any()
     np.testing.assert_array_equal(before.game.current_player, before.seat)
     assert not before.game.is_chance.any()
-    # the observation and the mask are the learner's
+    # the observation is the learner's, and so are the legal actions he played
     np.testing.assert_array_equal(r["obs"], jax.vmap(jax.vmap(tt.observe))(before.game,
                                                                             before.seat))
-    np.testing.assert_array_equal(r["info"]["legal_action_mask"],
-                                  r["next"].env_state.game.legal_action_mask)
+    played = np.take_along_axis(before.game.legal_action_mask, r["action"][..., None], -1)
+    assert played.all(), "an illegal move"
 
 
 def test_seats_and_opponents_are_drawn_per_episode(played):
@@ -146,10 +154,35 @@ def test_returns_add_up_to_the_engine_rewards(played):
     np.testing.assert_array_equal(info["returned_episode_lengths"], ours.returned_episode_length)
 
 
-def test_gymnax_spaces_and_conventions(played):
-    from gymnax.environments import spaces
+def test_episodes_end_at_max_steps_in_episode_learner_steps(played):
+    """`EnvParams.max_steps_in_episode` counts the learner's steps (`state.time`): an
+    episode that reaches it unfinished is truncated there, and auto-reset."""
+    _, _, (_, _, r) = played
+    spans = episodes(r["terminated"] | r["truncated"])
+    ends = {"terminated": 0, "truncated": 0}
+    time = r["before"].env_state.time
+    for g, start, end in spans:
+        kind = "terminated" if r["terminated"][end, g] else "truncated"
+        ends[kind] += 1
+        assert end + 1 - start == LIMIT if kind == "truncated" else end + 1 - start <= LIMIT
+        np.testing.assert_array_equal(time[start:end + 1, g], np.arange(end + 1 - start))
+    assert min(ends.values()) >= 2, ends
+
+
+def test_gymnax_classes_spaces_and_conventions(played):
+    import gymnax
+    from gymnax.environments import environment, spaces
     from gymnax.wrappers import LegacyStepAPIWrapper
     env, params, (obs, state, r) = played
+    assert isinstance(env._env._env, environment.Environment)  # inside Log(Flatten(ours))
+    assert isinstance(params, gymnax.EnvParams) and isinstance(state.env_state, gymnax.EnvState)
+    # a lean info: gymnax's keys, the outcome and LogWrapper's statistics, no legal mask
+    info = r["info"]
+    assert set(info) == {"terminated", "truncated", "final_observation", "discount", "outcome",
+                         "returned_episode", "returned_episode_returns",
+                         "returned_episode_lengths", "returned_episode_valid"}
+    assert all(np.shape(v) == (STEPS, GAMES) for k, v in info.items() if k != "final_observation")
+    np.testing.assert_array_equal(info["discount"], 1.0 - r["terminated"])
     space = env.observation_space(params)
     assert isinstance(space, spaces.Box) and isinstance(env.action_space(params), spaces.Discrete)
     assert env.action_space(params).n == tt.NUM_ACTIONS == env.num_actions
@@ -161,6 +194,26 @@ def test_gymnax_spaces_and_conventions(played):
     assert len(out) == 5 and out[3].dtype == jnp.bool_
 
 
+def test_rollout_wrapper_plays_legal_moves_read_from_the_observation(gymnax_env):
+    """gymnax's RolloutWrapper on `observation="dict"`: its policy reads the legal mask in the
+    observation and samples among them; `num_env_steps` defaults to max_steps_in_episode."""
+    from gymnax.experimental import RolloutWrapper
+
+    def masked_random(policy_params, obs, key):
+        return rollouts.env.action_space(rollouts.env_params).sample(key, obs["action_mask"])
+    rollouts = RolloutWrapper(masked_random, env_name="Trictrac-v1",
+                              env_kwargs={"observation": "dict", "final_observation": False},
+                              env_params={"max_steps_in_episode": 12})
+    assert rollouts.num_env_steps == 12
+    obs, action, _, _, done, _ = jax.device_get(
+        rollouts.batch_rollout(jax.random.split(jax.random.PRNGKey(5), GAMES), None))
+    assert action.shape == (GAMES, 12) and obs["action_mask"].shape == (GAMES, 12, tt.NUM_ACTIONS)
+    assert np.take_along_axis(obs["action_mask"], action[..., None], -1).all(), "an illegal move"
+    assert done.any(1).all()  # every first episode ended within its 12 learner steps
+    space = rollouts.env.observation_space(rollouts.env_params)
+    assert bool(space.contains(jax.tree.map(lambda x: x[0, 0], obs)))
+
+
 def test_rejects_bad_settings():
     with pytest.raises(ValueError, match="max_steps"):
         W.SingleAgent(env=tt.Trictrac(max_steps=None))
@@ -168,7 +221,16 @@ def test_rejects_bad_settings():
         W.SingleAgent(seat=2)
     with pytest.raises(ValueError, match="reward"):
         W.SingleAgent(reward="margin")
+    with pytest.raises(ValueError, match="observation"):
+        W.SingleAgent(observation="masked")
+    with pytest.raises(ValueError, match="max_steps_in_episode"):
+        W.SingleAgent(max_steps_in_episode=0)
     with pytest.raises(ValueError, match="at least one"):
         W.agents_opponent()
     space = W.SingleAgent().observation_space()  # our own, duck-typed as gymnax's
     assert space.shape == (tt.OBS_SIZE,) and not bool(space.contains(-np.ones(tt.OBS_SIZE)))
+    space = W.SingleAgent(observation="dict").observation_space()
+    obs = {"observation": np.zeros(tt.OBS_SIZE, np.float32),
+           "action_mask": np.ones(tt.NUM_ACTIONS, bool)}
+    assert bool(space.contains(obs))
+    assert not bool(space.contains({**obs, "observation": -np.ones(tt.OBS_SIZE)}))

@@ -6,7 +6,11 @@
     python train/ppo.py --config configs/ppo.yaml --h100   # its H100 program, compiled here
 
 The algorithm is `trictrac_jax.az.ppo` (`training.updates_per_call` whole updates in one
-jitted call). Writes RUN_DIR/config.yaml, RUN_DIR/metrics.jsonl (one record per call),
+jitted call, compiled before the first). Writes RUN_DIR/config.yaml, RUN_DIR/metrics.jsonl
+(one record per call: `iteration`, the PPO updates done, each a rollout of ppo.num_envs x
+ppo.num_steps learner steps then its epochs, the log's "update"; `updates`, the network's
+gradient steps, ppo.update_epochs x ppo.num_minibatches per PPO update, as train/az.py's;
+`steps_per_s`, the call's learner steps per second, compilation excluded),
 TensorBoard events when tensorboardX or torch is installed, orbax checkpoints in
 RUN_DIR/checkpoints and the network at `checkpoint.snapshot_minutes` in RUN_DIR/snapshots, as
 train/az.py does; the run's networks load as agents (`python train/eval.py --checkpoint
@@ -93,7 +97,7 @@ run_updates = jax.jit(ppo.updates, static_argnums=(0, 1), donate_argnums=(2, 3))
 
 
 def progress_line(record: dict, updates: int, opponents) -> str:
-    parts = [f"update {record['iteration']:>5}/{updates}",
+    parts = [f"update {record['iteration']:>5}/{updates} ({record['updates']} gradient steps)",
              time.strftime("%H:%M:%S", time.gmtime(record["elapsed_s"])),
              f"{record['steps_per_s']:7.0f} steps/s",
              f"loss {record['loss']:.3f} (pi {record['policy_loss']:.3f} "
@@ -144,10 +148,13 @@ def train(config: ppo.PPOConfig, resumed: Resumed | None = None, log=print) -> d
     score, record, t_start = -1.0, {}, time.time() - resumed.elapsed_s
     marks = sorted(m for m in config.checkpoint.snapshot_minutes if 60 * m > resumed.elapsed_s)
     steps = t.updates_per_call * config.ppo.num_steps * config.ppo.num_envs
+    t0 = time.time()  # compiled ahead, so that no call's steps/s counts the compilation
+    call = run_updates.lower(env, config, state, actors).compile()
+    log(f"compiled a call of {t.updates_per_call} updates in {time.time() - t0:.0f} s")
     try:
         for it in range(start + t.updates_per_call, t.updates + 1, t.updates_per_call):
             t0 = time.time()
-            state, actors, metrics = run_updates(env, config, state, actors)
+            state, actors, metrics = call(state, actors)
             metrics = jax.device_get(metrics)  # waits for the call
             record = {"iteration": it, **call_record(metrics, steps, time.time() - t0),
                       "updates": int(state.train.step), "elapsed_s": time.time() - t_start}

@@ -355,9 +355,10 @@ class Trictrac:
             raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
         self.max_steps = max_steps
 
-    # Environments with the same `max_steps` are equal (a static argument of a jit).
+    # Environments with the same `max_steps` are equal (a static argument of a jit), the
+    # pgx subclass that `make` returns included: their methods are the same.
     def __eq__(self, other):
-        return type(other) is type(self) and other.max_steps == self.max_steps
+        return isinstance(other, Trictrac) and other.max_steps == self.max_steps
 
     def __hash__(self):
         return hash(self.max_steps)
@@ -370,8 +371,14 @@ class Trictrac:
         """`init`: a new game, White to play after his first roll."""
         return _init(key)
 
-    def step(self, state: State, action, key) -> State:
-        """`step`: the decision `action`, then the dice rolled with `key`."""
+    def step(self, state: State, action, key=None) -> State:
+        """`step`: the decision `action`, then the dice rolled with `key`. pgx's signature;
+        the dice need the key, so that a missing one is an error (as in pgx's backgammon):
+        `step_deterministic(state, action)` is the decision alone, before the dice."""
+        if key is None:
+            raise ValueError("Trictrac.step(state, action, key): the key rolls the dice of "
+                             "the next decision; step_deterministic(state, action) takes the "
+                             "decision alone")
         return _step(state, action, key, max_steps=self.max_steps)
 
     def step_deterministic(self, state: State, action) -> State:
@@ -399,8 +406,31 @@ class Trictrac:
 ENV_IDS = ("trictrac",)
 
 
-def make(env_id: str) -> Trictrac:
-    """The environment `env_id` with its default settings, as `pgx.make`."""
+def make(env_id: str, max_steps: int | None = DEFAULT_MAX_STEPS) -> Trictrac:
+    """The environment `env_id`, as `pgx.make`: where pgx is installed, a `Trictrac` that is
+    also a `pgx.Env` (same methods), else a `Trictrac`; pgx is imported only here."""
     if env_id not in ENV_IDS:
         raise ValueError(f"unknown environment id {env_id!r}; known ids: {list(ENV_IDS)}")
-    return Trictrac()
+    import importlib.util
+    return (Trictrac if importlib.util.find_spec("pgx") is None else _pgx_trictrac())(max_steps)
+
+
+@functools.cache
+def _pgx_trictrac() -> type[Trictrac]:
+    import pgx
+
+    class PgxTrictrac(Trictrac, pgx.Env):
+        """`Trictrac`, a `pgx.Env`. Its methods are `Trictrac`'s (pgx's `Env.step` would
+        take a chance node's all-False mask for an illegal action); pgx's abstract hooks are
+        the game's functions. `state.env_id`, "trictrac", is not among pgx's `EnvId`s."""
+
+        def _init(self, key) -> State:
+            return init(key)
+
+        def _step(self, state: State, action, key) -> State:
+            return step(state, action, key, self.max_steps)
+
+        def _observe(self, state: State, player_id) -> jax.Array:
+            return observe(state, player_id)
+
+    return PgxTrictrac

@@ -8,7 +8,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+
+from trictrac_jax import struct
 
 NUM_ACTIONS = 514  # 0 Roll (never a decision here), 1 Go, 2..513 Move
 OBS_SIZE = 217
