@@ -331,7 +331,7 @@ def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
 def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch):
     """The GPU lowering (plain fusion, one pass), forced on CPU, plays the same games as the
     CPU lowering (while-loop materialisation, here in chunks of 16): a step, its two halves
-    and the random agent."""
+    and the random agent; and a step under the GPU lowering with the games first."""
     from trictrac_jax import lanes
 
     states, actions, keys = _varied_batch()
@@ -351,8 +351,11 @@ def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch):
     assert not lanes.lowering().materialise_in_loop and not lanes.lowering().chunked
     jax.clear_caches()
     gpu = run()
+    monkeypatch.setenv(lanes.LOWERING_VARIABLE, "gpu-games-first")  # the other GPU layout
     jax.clear_caches()
-    assert _same(cpu, gpu)
+    games_first = jax.jit(jax.vmap(ENV.step))(states, actions, keys)
+    jax.clear_caches()
+    assert _same(cpu, gpu) and _same(cpu[0], games_first)
 
 
 def test_stored_first_positions_are_the_computed_ones():

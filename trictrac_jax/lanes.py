@@ -24,10 +24,12 @@ in a while loop, large batches are chunked, `append` concatenates and `lookup` i
 reduction; on an accelerator, `materialised` is plain fusion, a batch runs in one pass,
 `append` pads and selects and `lookup` gathers (H100, `step_deterministic` + `chance_step`
 of 2048 games: 0.94 ms fused, 0.99 ms with `optimization_barrier`, 1.34 ms with the while
-loops). The game-minor layout holds on both. `worths.candidate_worths` scores candidates in
-passes that the lowering sizes (`Lowering.candidates_per_game`, `candidates_per_pass`).
-`TRICTRAC_LANES=cpu|gpu` forces either lowering on any backend (to test or verify the GPU
-path on CPU).
+loops). The game-minor layout holds on both; "gpu-games-first" is the GPU lowering with
+`game_minor` a plain `jax.vmap` (games the major axis, the reductions over candidates along
+rows), kept to be timed beside it on a GPU (`bench --gpu`) before either is chosen per batch
+size. `worths.candidate_worths` scores candidates in passes that the lowering sizes
+(`Lowering.candidates_per_game`, `candidates_per_pass`). `TRICTRAC_LANES=cpu|gpu|...` forces
+a lowering on any backend (to test or verify the GPU path on CPU).
 """
 from __future__ import annotations
 
@@ -59,6 +61,7 @@ class Lowering(NamedTuple):
     join_by_select: bool  # `append`: a pad and a select (else a concatenation)
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
     reduce_apart: bool  # `reduced_apart`: an optimisation barrier (else nothing)
+    games_last: bool  # `game_minor`: games moved to the last axis (else a plain vmap)
     # `worths.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
     # passes of `candidates_per_game` x games, while any remain) ...
@@ -77,11 +80,13 @@ class Lowering(NamedTuple):
 # game (compiled for an H100, `python train/recipes_h100.py`), so a pass stays under a
 # quarter of the H100's 80 GB beside a training iteration's 5.8 GB.
 LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, join_by_select=False,
-                             gather=False, reduce_apart=False, every_pair_up_to=0,
-                             candidates_per_game=8, candidates_per_pass=256),
+                             gather=False, reduce_apart=False, games_last=True,
+                             every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
              "gpu": Lowering(materialise_in_loop=False, chunked=False, join_by_select=True,
-                             gather=True, reduce_apart=True, every_pair_up_to=32,
-                             candidates_per_game=32, candidates_per_pass=65536)}
+                             gather=True, reduce_apart=True, games_last=True,
+                             every_pair_up_to=32, candidates_per_game=32,
+                             candidates_per_pass=65536)}
+LOWERINGS["gpu-games-first"] = LOWERINGS["gpu"]._replace(games_last=False)
 
 
 def lowering() -> Lowering:
@@ -296,6 +301,8 @@ def game_minor(fn):
     arguments that are not batched are broadcast to the batch.
     """
     def minor(*args):  # batch-first arguments -> batch-first results
+        if not lowering().games_last:
+            return jax.vmap(fn)(*args)
         out = fn(*(jnp.moveaxis(x, 0, -1) for x in args))
         return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out)
 
