@@ -21,6 +21,7 @@ from typing import Callable, TextIO
 
 import jax
 
+from trictrac_jax import devices
 from trictrac_jax import agents
 from trictrac_jax import render
 from trictrac_jax.env import new_game
@@ -197,4 +198,5 @@ def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> i
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())
