@@ -3,6 +3,7 @@ a fresh process (with its own imports), taking legal actions only, and printing 
 stderr; every other block is tagged with what it is (`bash` commands, `text`), never left
 untagged."""
 import importlib.util
+import os
 import re
 
 import pytest
@@ -56,11 +57,15 @@ def optional_module(code: str) -> str | None:
 
 
 def run_block(code: str, tmp_path, environ: dict[str, str]) -> str | None:
-    """Run `code` in a fresh process on the CPU; None if it went well, else what went wrong."""
+    """Run `code` in a fresh process on the CPU; None if it went well, else what went wrong.
+    XLA compiles it unoptimised: what is checked is that it runs, not how fast, and its
+    compiling is most of its time."""
     script = tmp_path / "block.py"
     script.write_text(code)
+    quick = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
     returncode, out, err = run_fresh(["-c", RUNNER, str(script)], timeout=600,
-                                     environ={"JAX_PLATFORMS": "cpu", **environ})
+                                     environ={"JAX_PLATFORMS": "cpu", "XLA_FLAGS": quick,
+                                              **environ})
     if returncode:
         return f"exit code {returncode}:\n{err[-3000:]}"
     if out.splitlines()[-1] != "ended: []":
