@@ -1,18 +1,19 @@
 """Every code block of README.md and docs/api.md runs as written: each `python` block alone in
 a fresh process (with its own imports), taking legal actions only, and printing nothing on
-stderr; every other block is tagged with what it is (`bash` commands, `text`), never left
-untagged."""
+stderr; every other block is tagged with what it is (`bash` commands, `text`, a `diff`),
+never left untagged."""
 import importlib.util
 import os
 import re
+import textwrap
 
 import pytest
 
 from tests.fresh import ROOT, foreign_lines, run_fresh
 
 DOCS = ("README.md", "docs/api.md")
-KINDS = ("python", "bash", "text")
-FENCE = re.compile(r"^```(\S*)\n(.*?)^```$", re.M | re.S)
+KINDS = ("python", "bash", "text", "diff")
+FENCE = re.compile(r"^( *)```(\S*)\n(.*?)^\1```$", re.M | re.S)  # indented in a list, too
 OPTIONAL = {"pyspiel": "the openspiel extra"}  # a module a block may import: what installs it
 
 # Runs a block as a script, then names the games it holds that have ended. A block takes a
@@ -40,7 +41,9 @@ def blocks():
     for doc in DOCS:
         text = (ROOT / doc).read_text()
         for match in FENCE.finditer(text):
-            yield f"{doc}:{text.count(chr(10), 0, match.start()) + 1}", *match.groups()
+            indent, kind, code = match.groups()
+            yield (f"{doc}:{text.count(chr(10), 0, match.start()) + 1}", kind,
+                   textwrap.dedent(code) if indent else code)
 
 
 def python_blocks() -> dict[str, str]:
