@@ -22,6 +22,10 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from trictrac_jax import devices  # noqa: E402
+
+devices.choose_platform()  # before JAX starts, which importing gymnax does (devices.py)
+
 import flax.linen as nn  # noqa: E402
 import gymnax  # noqa: E402
 import jax  # noqa: E402

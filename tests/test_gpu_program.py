@@ -1,6 +1,7 @@
 """The program an H100 would run, compiled on this CPU (no GPU; the CUDA compiler plugin of
-the `test` extra): the reader counts what it should, and the project's GPU programs keep
-what must hold there. A missing plugin fails these tests: it is an install error."""
+the `compile` extra): the reader counts what it should, and the project's GPU programs keep
+what must hold there. Deselected where the extra is absent; under `--compilers=require`
+(.ci/run) a missing plugin fails them: an install error."""
 import json
 
 import jax
@@ -12,6 +13,7 @@ from trictrac_jax.tools import gpu_program as G
 import trictrac_jax as tt
 
 GAMES = 256
+pytestmark = pytest.mark.compile  # needs the `compile` extra (conftest.py)
 
 
 @pytest.fixture(autouse=True)

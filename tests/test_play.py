@@ -1,5 +1,6 @@
 """The terminal game: notation, choices, roll explanations, and whole scripted games."""
 import io
+import pathlib
 import re
 
 import jax
@@ -108,6 +109,28 @@ def test_moves_in_either_order_name_the_same_action(states):
     pytest.fail("no move whose reverse order is not itself listed")
 
 
+def test_moves_with_one_result_are_listed_once(states):
+    """`1-3 1-5` and `1-5 1-3` (or `1-4 4-6` and `1-3 3-6`) leave the same afterstate: the
+    list shows one of them, and the other's notation chooses it."""
+    k = N.kernels()
+    twins = 0
+    for state in states[::4]:
+        moves = N.legal_moves(state, k)
+        listed = N.distinct_moves(moves)
+        results = [N.result_of(t) for a, t in listed if a != N.GO]
+        assert len(set(results)) == len(results)
+        by_result = {N.result_of(t): a for a, t in listed if a != N.GO}
+        for action, notation in moves:
+            if action == N.GO or by_result[N.result_of(notation)] == action:
+                continue
+            twins += 1
+            shown = by_result[N.result_of(notation)]
+            assert N.parse_choice(notation, listed) == shown
+            same = jax.tree.map(np.array_equal, k.decide(state, action), k.decide(state, shown))
+            assert all(jax.tree.leaves(same)), (notation, dict(listed)[shown])
+    assert twins >= 10, "too few moves with a twin in the sample: choose another seed"
+
+
 def test_jan_points_add_up_to_the_engines_points(states):
     k = N.kernels()
     made = set()
@@ -150,15 +173,50 @@ def test_a_scripted_game_survives_bad_input_and_reaches_the_end():
     # every roll is explained, and every hole won is announced
     assert len(re.findall(r"^(White|Black) rolls \d-\d\.$", text, re.M)) >= 10
     assert len(re.findall(r"wins \d+ holes?", text)) >= 1
+    # one note, before the bot's first move, while it compiles
+    assert text.count("its first move is compiled first") == 1
+    assert text.index("its first move is compiled first") < text.index("Black plays")
+    # each listing shows a move once, whatever way its checkers take
+    for listing in re.findall(r"^Legal moves:\n((?:  .*\n)+)", text, re.M):
+        notations = re.findall(r"\d+\) (\S+(?: \d+-\S+)?)", listing)
+        results = [N.result_of(n) for n in notations if n != "go"]
+        assert notations and len(set(results)) == len(results), listing
 
 
 def test_playing_black_the_bot_opens():
     out = io.StringIO()
-    last = play.play_game(jax.jit(first_agent), 1, 2, Script(["1", "quit"]), out)
+    bot = jax.jit(first_agent)
+    last = play.play_game(bot, 1, 2, Script(["1", "quit"]), out)
     assert not bool(last.terminated) and int(last.current_player) == 1
     text = out.getvalue()
-    assert text.index("White plays") < text.index("Your choice")
+    assert text.index("White thinks: its first move is compiled first") < \
+        text.index("White plays") < text.index("Your choice")
     assert text.rstrip().endswith("Goodbye.")
+    again = io.StringIO()  # the same bot, compiled: no note
+    play.play_game(bot, 1, 2, Script(["quit"]), again)
+    assert "compiled first" not in again.getvalue() and "White plays" in again.getvalue()
+
+
+class Interrupt(io.StringIO):
+    """Input where the player presses Ctrl-C at the first prompt."""
+
+    def readline(self, *args):
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_leaves_with_one_line(capsys):
+    out = io.StringIO()
+    assert play.main(["--opponent", "first", "--seed", "3"], stdin=Interrupt(), stdout=out) == 130
+    lines = out.getvalue().splitlines()
+    assert lines[-2:] == ["Your choice: ", "Interrupted: goodbye."]
+    assert capsys.readouterr().err == ""
+
+
+def test_help_points_to_the_rules_for_players(capsys):
+    with pytest.raises(SystemExit):
+        play.main(["--help"])
+    assert play.RULES in " ".join(capsys.readouterr().out.split())
+    assert (pathlib.Path(__file__).resolve().parents[1] / play.RULES).is_file()
 
 
 def test_end_of_input_quits_cleanly():

@@ -1,31 +1,49 @@
-"""A user's first commands start quietly: in a fresh process, as after the README's install
-(the CUDA and TPU compiler plugins installed, JAX left to choose its platform), `play` and
-`train/az.py` print no traceback, and a training run says first what it runs on."""
-import os
-import pathlib
-import subprocess
-import sys
+"""A user's first commands start quietly: in fresh processes, as after the README's install
+(JAX left to choose its platform), `import jax`, every program the README names, `play` and
+a training run print nothing on stderr that is not about the work (no plugin's traceback, no
+absl or libtpu lines), and a training run says first what it runs on."""
+import re
 
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.fresh import ROOT, cuda_plugin_installed, foreign_lines, run_fresh, start
+
+# `python -m trictrac_jax.tools.play`, `python train/az.py`: the programs in README's commands.
+PROGRAM = re.compile(r"\bpython (-m [\w.]+|[\w/]+\.py)")
+NOT_OURS = ("-m pytest", "-m pip")
 
 
-def run_fresh(args, stdin="", timeout=600):
-    """`python ARGS` in a new process at the repository root, JAX_PLATFORMS unset (the
-    suite sets it, a user does not): (return code, stdout, stderr)."""
-    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-    done = subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=timeout)
-    return done.returncode, done.stdout, done.stderr
+def readme_programs() -> list[list[str]]:
+    found = dict.fromkeys(m.group(1) for m in PROGRAM.finditer((ROOT / "README.md").read_text()))
+    return [program.split() for program in found if program not in NOT_OURS]
 
 
-def test_play_starts_without_a_traceback():
+def test_jax_starts_quietly():
+    """Without the `compile` extra (the quick start's install) JAX alone is quiet; with it,
+    what our programs do first (`devices.choose_platform`) keeps it so."""
+    start_jax = "import jax; print(jax.devices())"
+    if cuda_plugin_installed():
+        start_jax = "from trictrac_jax import devices; devices.choose_platform(); " + start_jax
+    code, out, err = run_fresh(["-c", start_jax])
+    assert code == 0 and "CpuDevice" in out, err
+    assert not foreign_lines(err), err
+
+
+def test_every_program_of_the_readme_answers_help_quietly():
+    programs = readme_programs()
+    assert ["train/az.py"] in programs and ["-m", "trictrac_jax.tools.play"] in programs
+    running = [(program, start([*program, "--help"])) for program in programs]  # side by side
+    for program, process in running:
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0 and "usage:" in out, (program, err)
+        assert not foreign_lines(err), (program, err)
+
+
+def test_play_starts_quietly():
     code, out, err = run_fresh(["-m", "trictrac_jax.tools.play", "--seed", "0"], "quit\n")
     assert code == 0, err
     assert "Your choice" in out  # the game started against the champion, then quit
-    assert "Traceback" not in out + err and "RuntimeError" not in err, err
+    assert not foreign_lines(err), err
 
 
 def test_a_training_run_says_first_what_it_runs_on(tmp_path):
@@ -44,4 +62,4 @@ def test_a_training_run_says_first_what_it_runs_on(tmp_path):
     assert code == 0, err
     first = out.splitlines()[0]
     assert first.startswith("running on ") and " device" in first and "process" in first
-    assert "Traceback" not in out + err and "RuntimeError" not in err, err
+    assert not foreign_lines(err), err

@@ -1,9 +1,10 @@
-"""The program a TPU v5e chip would run, compiled on this CPU (no TPU; libtpu of the `test`
-extra, at the version jax's `tpu` extra pins). A missing libtpu fails here: it is an install
-error. The engine's step (random play) and configs/tpu.yaml's training iteration (its
-self-play runs `step_deterministic` and `chance_step`) are compiled for the chip by the
-`bench --h100` report's test (tests/test_gpu_program.py), which asserts that the iteration
-fits in the chip's 16 GB."""
+"""The program a TPU v5e chip would run, compiled on this CPU (no TPU; libtpu of the `compile`
+extra, at the version jax's `tpu` extra pins). Deselected where the extra is absent; under
+`--compilers=require` (.ci/run) a missing libtpu fails here: an install error. The engine's
+step (random play) and configs/tpu.yaml's training iteration (its self-play runs
+`step_deterministic` and `chance_step`) are compiled for the chip by the `bench --h100`
+report's test (tests/test_gpu_program.py), which asserts that the iteration fits in the
+chip's 16 GB."""
 import jax
 import pytest
 
@@ -12,6 +13,7 @@ from trictrac_jax.tools import gpu_program as G
 import trictrac_jax as tt
 
 GAMES = 64
+pytestmark = pytest.mark.compile  # needs the `compile` extra (conftest.py)
 
 
 @pytest.fixture(autouse=True)

@@ -34,6 +34,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from trictrac_jax import devices  # noqa: E402
 from trictrac_jax import io  # noqa: E402
 from trictrac_jax.az import expectimax as X  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
@@ -311,4 +312,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

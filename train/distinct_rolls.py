@@ -21,6 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from trictrac_jax import devices  # noqa: E402
 from trictrac_jax.az import model as M  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az import search as S  # noqa: E402
@@ -85,4 +86,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

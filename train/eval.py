@@ -29,6 +29,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import jax  # noqa: E402
 
+from trictrac_jax import devices  # noqa: E402
 from trictrac_jax import agents  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az.checkpoint import CheckpointError  # noqa: E402
@@ -95,4 +96,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

@@ -24,6 +24,7 @@ import time
 import jax
 import numpy as np
 
+from trictrac_jax import devices
 from trictrac_jax.az import config as C
 from trictrac_jax.az import players
 from trictrac_jax.az import network as N
@@ -130,4 +131,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     main()

@@ -29,6 +29,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/recipe
 
 import jax  # noqa: E402
 
+from trictrac_jax import devices  # noqa: E402
 from trictrac_jax.az import players  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
 from trictrac_jax.tools import positions, rate  # noqa: E402
@@ -153,4 +154,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

@@ -25,6 +25,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/recipe
 
 import jax  # noqa: E402
 
+from trictrac_jax import devices  # noqa: E402
 from trictrac_jax.az import champion, players, training  # noqa: E402
 from trictrac_jax.az.evaluation import summarise  # noqa: E402
 from recipes import SEARCHES, TD  # noqa: E402
@@ -133,4 +134,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

@@ -4,17 +4,12 @@
     env = tt.make("trictrac")  # or tt.Trictrac(max_steps=...)
     state = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), 1024))
 """
-from trictrac_jax.devices import choose_platform
-
-choose_platform()  # the CPU alone on a machine without accelerator: no plugin's traceback
-
-# (after the platform is chosen)
-from trictrac_jax.env import (CHANCE_DICE, ENV_IDS, NUM_CHANCE_OUTCOMES,  # noqa: E402
+from trictrac_jax.env import (CHANCE_DICE, ENV_IDS, NUM_CHANCE_OUTCOMES,
                               Trictrac, dice_to_outcome, make, new_game, observe)
-from trictrac_jax.io import (from_string_id, state_from_record, state_to_record,  # noqa: E402
+from trictrac_jax.io import (from_string_id, state_from_record, state_to_record,
                              states_from_records, states_to_records, to_string_id)
-from trictrac_jax import agents, wrappers  # noqa: E402
-from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State  # noqa: E402
+from trictrac_jax import agents, wrappers
+from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State
 
 __version__ = "0.1.0"
 

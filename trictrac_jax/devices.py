@@ -1,13 +1,17 @@
-"""Which JAX platform to start: the CPU alone when the machine has no accelerator.
+"""Which JAX platform a program starts: the CPU alone when the machine has no accelerator.
 
-The `test` extra installs the CUDA and TPU compiler plugins (the suite compiles the H100 and
-TPU v5e programs on any machine). Left to choose, JAX initialises every installed plugin:
-on a machine without a GPU the CUDA plugin's version check fails and JAX logs its
-traceback, and libtpu prints its own warnings, before the user's first line of output. So,
-when neither `JAX_PLATFORMS` nor `jax.config.jax_platforms` says otherwise and no GPU or
-TPU device is visible, `choose_platform` sets `jax_platforms` to "cpu", what JAX would end
-up using anyway. A machine with a GPU or a TPU is left to JAX's own choice. The compilers
-stay registered: compiling for an H100 or a TPU needs no device (tools/gpu_program.py).
+Importing trictrac_jax changes no JAX setting (as pgx and mctx); our programs (the tools'
+and train scripts' entry points) call `choose_platform` first. It matters only where the
+CUDA or TPU compiler plugins are installed (the `compile` extra: the suite compiles the H100
+and TPU v5e programs on any machine). Left to choose, JAX initialises every installed
+plugin: on a machine without a GPU the CUDA plugin's version check fails and JAX logs its
+traceback, and libtpu prints its own errors, before the user's first line of output. So,
+when neither `JAX_PLATFORMS` nor `jax.config.jax_platforms` says otherwise and no GPU or TPU
+device is visible, `choose_platform` sets `jax_platforms` to "cpu", what JAX would end up
+using anyway. A machine with a GPU or a TPU is left to JAX's own choice. The compilers stay
+registered: compiling for an H100 or a TPU needs no device (tools/gpu_program.py). (What
+no setting prevents: the CUDA plugin's libraries, loaded by `import jax`, log "Could not
+find cuda drivers" through absl; the quick start's environment has no such plugin.)
 """
 from __future__ import annotations
 
@@ -33,7 +37,8 @@ def accelerator_visible() -> bool:
 
 def choose_platform() -> str | None:
     """Set `jax_platforms` to "cpu" where nothing else is asked for and no accelerator is
-    visible (see the module); returns the platforms set, None when left to JAX."""
+    visible (see the module); returns the platforms set, None when left to JAX. Call it
+    before JAX's first computation."""
     if os.environ.get("JAX_PLATFORMS") or jax.config.jax_platforms or accelerator_visible():
         return None
     jax.config.update("jax_platforms", "cpu")

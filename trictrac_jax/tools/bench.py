@@ -26,6 +26,7 @@ import jax
 import numpy as np
 
 import trictrac_jax as tt
+from trictrac_jax import devices
 from trictrac_jax import board as B
 from trictrac_jax import moves as M
 from trictrac_jax import scoring
@@ -403,4 +404,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     main()

@@ -18,6 +18,7 @@ import sys
 import jax
 import jax.numpy as jnp
 
+from trictrac_jax import devices
 from trictrac_jax import agents
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, WINNING_HOLES, Trictrac, observe
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, NUM_CHECKERS, STAGE_ENDED,
@@ -220,4 +221,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

@@ -91,7 +91,7 @@ def device(target: Target):
         except Exception as e:  # jax raises several kinds; all mean the same here
             raise RuntimeError(
                 f"cannot compile for {target.name}: {type(e).__name__}: {e}. The compiler "
-                f"plugin comes with the test extra (pip install -e '.[test]'); import "
+                f"plugin comes with the compile extra (pip install -e '.[compile]'); import "
                 f"trictrac_jax.tools.gpu_program before any JAX computation, or set "
                 f"JAX_PLATFORMS=cpu") from None
         _DEVICES[target] = topology.devices[0]

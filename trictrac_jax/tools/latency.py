@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 import trictrac_jax as tt
+from trictrac_jax import devices
 from trictrac_jax import agents, render
 
 REPEATS = 5
@@ -151,4 +152,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     main()

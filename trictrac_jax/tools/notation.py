@@ -8,6 +8,7 @@ need. Used by the terminal game (play.py) and the OpenSpiel wrapper.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from typing import NamedTuple
 
 import jax
@@ -123,6 +124,28 @@ def legal_moves(state: State, k: Kernels | None = None) -> list[tuple[int, str]]
 
 def _moves_of(notation: str) -> tuple[tuple[int, int], ...]:
     return () if notation in ("go", "pass") else parse_moves(notation)
+
+
+def result_of(notation: str) -> frozenset[tuple[int, int]]:
+    """What a move changes on the board: (field, checkers gained or lost) of each field it
+    changes, 0 for borne off. Moves with one result are one move to a player (`1-3 1-5` and
+    `1-5 1-3`, `1-4 4-6` and `1-3 3-6`): the engine's afterstates are the same."""
+    change = Counter()
+    for frm, to in _moves_of(notation):
+        change[frm] -= 1
+        change[to] += 1
+    return frozenset((field, n) for field, n in change.items() if n)
+
+
+def distinct_moves(moves: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """`moves` ((action, notation) pairs) less each move whose result an earlier one has."""
+    seen, kept = set(), []
+    for action, notation in moves:
+        result = "go" if action == GO else result_of(notation)
+        if result not in seen:
+            seen.add(result)
+            kept.append((action, notation))
+    return kept
 
 
 class JanScore(NamedTuple):
@@ -245,7 +268,8 @@ def parse_moves(text: str) -> tuple[tuple[int, int], ...]:
 
 def parse_choice(text: str, moves: list[tuple[int, str]]) -> int:
     """The action the player chose among `moves` ((action, notation) pairs): by its number
-    in the list, `go`, or its notation (the two moves in either order)."""
+    in the list, `go`, or its notation (or another way to the same result: the two moves in
+    either order, a checker through another field)."""
     choice = text.strip().lower()
     if not choice:
         raise ChoiceError("type the number of a move, its notation (e.g. 1-6 6-11), or 'help'")
@@ -263,9 +287,9 @@ def parse_choice(text: str, moves: list[tuple[int, str]]) -> int:
     chosen = _moves_of(choice)
     by_moves = {a: _moves_of(t) for a, t in moves if a != GO}
     exact = [a for a, m in by_moves.items() if m == chosen]
-    either_order = [a for a, m in by_moves.items() if sorted(m) == sorted(chosen)]
-    if exact or len(either_order) == 1:
-        return (exact or either_order)[0]
+    same_result = [a for a, t in moves if a != GO and result_of(t) == result_of(choice)]
+    if exact or same_result:
+        return (exact or same_result)[0]
     legal = (f"legal: {', '.join(t for _, t in moves)}" if len(moves) <= MAX_LISTED_IN_ERROR
              else "type 'board' to see the list")
     raise ChoiceError(f"{text.strip()!r} is not a legal move here; {legal}")

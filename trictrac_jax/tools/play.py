@@ -5,8 +5,10 @@
         [--seed N] [--colour white|black] [--lookahead K] [--no-rolls]
 
 Each roll is explained (which jans, how many ways, how many points, for whom); legal moves
-are listed in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`);
-choose one by its number or by its notation. `help`, `board`, `quit` (or end of input).
+are listed in Trictrac notation on the real board (`1-6 6-11`, bear-off `20-off`, `go`), a
+move listed once however many ways its checkers reach the same fields; choose one by its
+number or by its notation. `help`, `board`, `quit` (or end of input, or Ctrl-C). The rules,
+for players: docs/how-to-play.md.
 
 The loop (`play_game`) takes input and output streams, so tests and notebooks drive it with
 scripted input. Notation, roll reports and reading a choice are in notation.py.
@@ -17,21 +19,25 @@ import argparse
 import functools
 import os
 import sys
+import weakref
 from typing import Callable, TextIO
 
 import jax
 
 from trictrac_jax import agents
+from trictrac_jax import devices
 from trictrac_jax import render
 from trictrac_jax.env import new_game
 from trictrac_jax.state import State
-from trictrac_jax.tools.notation import (GO, ChoiceError, Kernels, decision_report, kernels,
-                                         legal_moves, parse_choice, roll_report)
+from trictrac_jax.tools.notation import (GO, ChoiceError, Kernels, decision_report,
+                                         distinct_moves, kernels, legal_moves, parse_choice,
+                                         roll_report)
 
 COLOURS = {"white": 0, "black": 1}
 QUIT_WORDS = ("q", "quit", "exit")
 HELP_WORDS = ("h", "help", "?")
 BOARD_WORDS = ("b", "board")
+RULES = "docs/how-to-play.md"  # the rules for players, in the repository
 
 
 # ---------------------------------------------------------------------------------------------
@@ -39,6 +45,9 @@ BOARD_WORDS = ("b", "board")
 # ---------------------------------------------------------------------------------------------
 
 Agent = Callable[[jax.Array, State], jax.Array]  # (key, state) -> action, one game
+
+# Opponents that have moved in this process: compiled, they answer at once.
+_COMPILED: weakref.WeakSet = weakref.WeakSet()
 
 
 def play_game(opponent: Agent, human: int, seed: int, stdin: TextIO, stdout: TextIO,
@@ -62,6 +71,10 @@ def play_game(opponent: Agent, human: int, seed: int, stdin: TextIO, stdout: Tex
                 say("Goodbye.")
                 return state
         else:
+            if opponent not in _COMPILED:
+                say(f"{render.COLOUR_NAMES[mover]} thinks: its first move is compiled first "
+                    f"(a few seconds).", flush=True)
+                _COMPILED.add(opponent)
             key, _, agent_key = k.draw(key)
             action = int(opponent(agent_key, state))
         if action != GO:
@@ -102,7 +115,7 @@ def _roll_and_report(k: Kernels, state: State, key, say):
 
 def _ask(state: State, k: Kernels, stdin: TextIO, say) -> int | None:
     """Show the position and legal moves, read until a legal choice; None to quit."""
-    moves = legal_moves(state, k)
+    moves = distinct_moves(legal_moves(state, k))
     _show_choices(state, moves, say)
     while True:
         say("Your choice: ", end="")
@@ -136,14 +149,15 @@ def _show_choices(state: State, moves, say) -> None:
         say("  " + "".join(c.ljust(width) for c in cells[i:i + per_row]).rstrip())
 
 
-HELP = """How to answer:
+HELP = f"""How to answer:
   a number        the move with that number in the list
   1-6 6-11        a move in notation: FROM-TO for each checker on the real board
                   (fields 1-24, White moves 1 -> 24, Black 24 -> 1); bear off with 20-off
   go              after winning a hole: new setting (hold by choosing a move)
   pass            when no move is possible
   board           show the board and the moves again
-  quit            leave the game"""
+  quit            leave the game (or Ctrl-C)
+The rules, for players: {RULES}"""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,9 +176,12 @@ def load_opponent(spec: str, lookahead: int, rolls: bool | None = None) -> Agent
     return agent
 
 
-def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.play",
-                                     description="Play Trictrac in a terminal against a bot.")
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m trictrac_jax.tools.play",
+        description="Play Trictrac in a terminal against a bot.",
+        epilog=f"New to Trictrac? The board, the dice, the jans, holes and bredouille, hold or "
+               f"go: {RULES} (in the repository). 'quit' or Ctrl-C leaves the game.")
     parser.add_argument("--opponent", default="champion",
                         help="champion (the newest shipped network), champion:N, greedy "
                              "(every legal move), greedy:K (the first K by index), web (the "
@@ -181,7 +198,19 @@ def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> i
                         help="seed of the dice and the bot (default: random)")
     parser.add_argument("--colour", "--color", choices=sorted(COLOURS), default="white",
                         help="your colour; White rolls first (default: white)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+    args = parse_args(argv)
+    try:
+        return play(args, stdin, stdout)
+    except KeyboardInterrupt:  # Ctrl-C: at the prompt, or while the bot loads or thinks
+        print("\nInterrupted: goodbye.", file=stdout)
+        return 130  # the shell's code for an interrupted program
+
+
+def play(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     try:
         opponent = load_opponent(args.opponent, args.lookahead, args.rolls)
     except ImportError as error:  # a checkpoint needs the training extra
@@ -197,4 +226,5 @@ def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> i
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from trictrac_jax import devices
 from trictrac_jax import agents
 from trictrac_jax.az import players
 from trictrac_jax.az.checkpoint import CheckpointError
@@ -179,4 +180,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

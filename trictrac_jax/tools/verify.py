@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from trictrac_jax import devices
 from trictrac_jax import board as B
 from trictrac_jax import io
 from trictrac_jax import moves as M
@@ -198,4 +199,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

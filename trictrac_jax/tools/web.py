@@ -58,6 +58,7 @@ from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from trictrac_jax import devices
 from trictrac_jax import render
 from trictrac_jax.state import NUM_ACTIONS
 from trictrac_jax.tools import notation
@@ -491,4 +492,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())
