@@ -76,7 +76,7 @@ SIZES = {
                   (8192, 16, "gumbel"), (8192, 64, "stochastic")), 4, 1.0,
                  (32768, 131072)),
     "cpu": Sizes((256, 1024), 16, 256, None, ((256, 8, "gumbel"), (256, 8, "stochastic")),
-                 2, 1.0, (256, 1024), SMALL_ITERATION),
+                 2, 1.0, (1024,), SMALL_ITERATION),
     # the rehearsal: every kind of row once (self-play in the iteration's), compiled small
     "quick": Sizes((4,), 2, 4, 2, (), 1, 0.0, (4,), SMALL_ITERATION, (measure.STEP_ROW,)),
 }
@@ -215,6 +215,19 @@ def evaluations_per_search(config):
     return 1 + s.num_simulations * (2 if s.algorithm == "stochastic" else 1)
 
 
+def mid_game(games, steps):
+    """(states, actions, outcomes) of `games` Trictrac games after about `MID_GAME_STEPS`
+    random steps from new games (random play's compiled plain loops of `steps`): the
+    states, a legal action and a chance outcome each."""
+    states = new_games(measure.make_env(measure.TRICTRAC), games, jax.random.PRNGKey(1))
+    for k in jax.random.split(jax.random.PRNGKey(2), max(1, MID_GAME_STEPS // steps)):
+        states = plain_run(measure.TRICTRAC, steps)(states, k)
+    actions = jax.vmap(uniform_legal)(jax.random.split(jax.random.PRNGKey(3), games),
+                                      states.legal_action_mask)
+    outcomes = jax.random.randint(jax.random.PRNGKey(4), (games,), 0, tt.NUM_CHANCE_OUTCOMES)
+    return states, actions, outcomes
+
+
 def split(config, steps, min_seconds):
     """[(part, count, seconds of one, seconds of the part in one search)] and the search's
     seconds, at the config's games, on states after about `MID_GAME_STEPS` random steps
@@ -223,12 +236,7 @@ def split(config, steps, min_seconds):
     model = model_from_config(config)
     env, net = model.env, model.net
     params = T.init_state(config, jax.random.PRNGKey(0)).params
-    states = new_games(env, games, jax.random.PRNGKey(1))
-    for k in jax.random.split(jax.random.PRNGKey(2), max(1, MID_GAME_STEPS // steps)):
-        states = plain_run(measure.TRICTRAC, steps)(states, k)
-    actions = jax.vmap(uniform_legal)(jax.random.split(jax.random.PRNGKey(3), games),
-                                      states.legal_action_mask)
-    outcomes = jax.random.randint(jax.random.PRNGKey(4), (games,), 0, tt.NUM_CHANCE_OUTCOMES)
+    states, actions, outcomes = mid_game(games, steps)
     key = jax.random.PRNGKey(5)
 
     def engine(s, a, o):  # one simulation's steps (both algorithms, see search.py)
@@ -285,12 +293,15 @@ def selfplay_rows(sizes, budget):
 
 # --- the step's parts, base.yaml's iteration, a profile of the step ---
 
-def step_split(batch, min_seconds, parts=None):
+def step_split(batch, steps, min_seconds, parts=None):
     """[{batch, part, ms, ns_per_game}] of each part of a trictrac step (`measure.components`,
-    vmapped; `parts`: their names, default all) on the same mid-game states, and the compiled
-    full step with its arguments."""
+    vmapped; `parts`: their names, default all) on the same mid-game states (`mid_game`),
+    and the compiled full step with its arguments."""
     env = measure.make_env(measure.TRICTRAC)
-    inputs = measure.mid_game_inputs(env, batch, MID_GAME_STEPS, jax.random.PRNGKey(6))
+    states, actions, outcomes = mid_game(batch, steps)
+    inputs = measure.Inputs(states, actions,
+                            jax.jit(jax.vmap(env.step_deterministic))(states, actions),
+                            outcomes, jax.random.split(jax.random.PRNGKey(6), batch))
     calls = {name: (jax.jit(jax.vmap(fn)).lower(inputs).compile(), (inputs,))
              for name, fn in measure.components(env).items()
              if parts is None or name in parts or name == measure.STEP_ROW}
@@ -305,7 +316,7 @@ def step_splits(sizes, budget):
     rows, notes, step = [], [], None
     for batch in sizes.step_batches:
         measure.log(f"the step's split: {batch} games")
-        done = budget.run("step split", step_split, batch, sizes.min_seconds,
+        done = budget.run("step split", step_split, batch, sizes.steps, sizes.min_seconds,
                           sizes.step_parts)
         if done is None:
             notes.append(f"the step's split at {batch} games: skipped (time budget)")
@@ -356,7 +367,9 @@ def kernel_times(trace_file) -> list[dict]:
                 continue
             for event in line.events:
                 stats = dict(event.stats)
-                if not devices and "hlo_op" not in stats:
+                # on a CPU, control flow's events hold those of the operations inside it
+                if not devices and ("hlo_op" not in stats
+                                    or event.name.startswith(("while", "conditional", "call"))):
                     continue
                 ns, n, launch = totals.get(event.name, (0.0, 0, ""))
                 totals[event.name] = (ns + event.duration_ns, n + 1,
@@ -443,6 +456,8 @@ def split_section(split):
 
 
 def selfplay_section(rows, moves):
+    if not rows:
+        return ""
     return "\n".join([
         "## Self-play with search", "",
         "Moves/s of `training.selfplay_step` (base.yaml's network, untrained; "
@@ -458,9 +473,9 @@ def step_split_section(rows):
     return "\n".join([
         "## Where a step's time goes (trictrac)", "",
         "Each part of a step jitted and vmapped alone (`measure.components`) on the same "
-        f"mid-game states ({MID_GAME_STEPS} random steps from new games); the fastest of at "
-        "least 3 calls each, the parts called in turn. The first three overlap (the mask and "
-        "the jans both need the move lists).", "",
+        f"mid-game states (about {MID_GAME_STEPS} random steps from new games, no resets); "
+        "the fastest of at least 3 calls each, the parts called in turn. The first three "
+        "overlap (the mask and the jans both need the move lists).", "",
         measure.table(("games", "part", "ms per call", "ns per game"), [
             (f"{r['batch']:,}", r["part"], f"{r['ms']:,.3f}", f"{r['ns_per_game']:,.1f}")
             for r in rows])])
@@ -499,7 +514,7 @@ def trace_section(t, top=15):
 
 
 def markdown(result):
-    """The report; its last section is a table."""
+    """The report; it ends with a table (the last part that ran), the notes before it."""
     d = result["device"]
     head = "\n".join([
         f"# GPU figures: {d['device_kind']} ({d['platform']})", "",
@@ -514,7 +529,7 @@ def markdown(result):
     return "\n\n".join(s for s in (
         head, random_play_section(result["random_play"]),
         step_split_section(result["step_split"]), iteration_section(result["iteration"]),
-        trace_section(result["trace"]), split, notes,
+        trace_section(result["trace"]), notes, split,
         selfplay_section(result["selfplay"], result["moves"])) if s) + "\n"
 
 

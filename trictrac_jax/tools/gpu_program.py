@@ -464,7 +464,8 @@ def _dumped_kernels(dump: Path, arch: str) -> dict[str, dict]:
         sizes.update(launch_sizes(path.read_text()))
     ptx = [str(p) for p in sorted(dump.glob("*.ptx")) if ".entry" in p.read_text()]
     if not sizes or not ptx:
-        raise RuntimeError(f"XLA dumped no thunk sequence or PTX into {dump}: not a GPU program?")
+        raise RuntimeError(f"XLA dumped no thunk sequence or PTX into {dump}: not a GPU "
+                           "program, or one that JAX's compilation cache served?")
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
         usage = {}
         for report in pool.map(lambda p: _assemble(p, arch), ptx):

@@ -70,8 +70,8 @@ MEASURED_BASE_YAML = {
                  "to 26 of `python train/az.py --config configs/base.yaml --set "
                  "logging.tensorboard=false --set training.max_minutes=3`).",
 }
-# The kernels of those programs as compiled here at ea19265 (jax 0.10.2), one program a
-# line: `bench --h100 --h100-calibration PATH` writes them.
+# The kernels of those programs compiled here (jax 0.10.2) from the engine measured, one
+# program a line: `bench --h100 --h100-calibration PATH` writes them.
 CALIBRATION_DATA = Path(__file__).resolve().parent / "data" / "h100-calibration.jsonl.gz"
 
 
@@ -320,6 +320,7 @@ def compile_section(rows) -> list[str]:
 def model_section(rows) -> list[str]:
     m = G.H100_MODEL
     worst = max((abs(r["error"]) for r in rows if r["loop"] == measure.PLAIN), default=0)
+    codes = " and ".join(sorted({r["code"] for r in rows}))
     lines = ["", "## The model", "",
              "estimated seconds = Σ over kernel launches [ "
              f"{m.seconds_per_kernel * 1e6:.1f} µs + (bytes + {m.spill_weight:g} × spill "
@@ -353,7 +354,7 @@ def model_section(rows) -> list[str]:
              "The first four constants were fitted together, then rounded, by minimising the "
              "largest |log(estimate / measured)| over the 8 rows of the plain loop below "
              "(Nelder-Mead), the estimate made on the kernels of each measured program "
-             "compiled here at the measured code with jax 0.10.2 "
+             f"compiled here with jax 0.10.2 at {codes}, whose engine is the measured code's "
              "(`trictrac_jax/tools/data/h100-calibration.jsonl.gz`, written by `bench --h100 "
              "--h100-calibration`). The measurements: " + MEASURED + ".", "",
              "| games | loop | env | measured µs/step | estimated µs/step | of which spills | "
