@@ -360,22 +360,36 @@ def kernel_times(trace_file) -> list[dict]:
     planes = list(data.planes)
     devices = [p for p in planes if p.name.startswith("/device:")]
     totals = {}
-    for plane in devices or planes:
-        for line in plane.lines:
-            # a device's derived lines (XLA Ops, XLA Modules, ...) repeat its streams' kernels
-            if devices and not line.name.startswith("Stream"):
-                continue
-            for event in line.events:
-                stats = dict(event.stats)
-                # on a CPU, control flow's events hold those of the operations inside it
-                if not devices and ("hlo_op" not in stats
-                                    or event.name.startswith(("while", "conditional", "call"))):
-                    continue
-                ns, n, launch = totals.get(event.name, (0.0, 0, ""))
-                totals[event.name] = (ns + event.duration_ns, n + 1,
-                                      str(stats.get("kernel_details", launch)))
+    for event, stats in (_device_events(devices) if devices else _host_operations(planes)):
+        ns, n, launch = totals.get(event.name, (0.0, 0, ""))
+        totals[event.name] = (ns + event.duration_ns, n + 1,
+                              str(stats.get("kernel_details", launch)))
     return sorted(({"kernel": name, "ns": ns, "launches": n, "launch": launch}
                    for name, (ns, n, launch) in totals.items()), key=lambda k: -k["ns"])
+
+
+def _device_events(planes):
+    """(event, stats) of the kernels and copies a device ran: its streams' lines (the
+    derived lines, XLA Ops and the like, repeat them), else the events with kernel details."""
+    for plane in planes:
+        streams = [line for line in plane.lines if line.name.startswith("Stream")]
+        for line in streams or plane.lines:
+            for event in line.events:
+                stats = dict(event.stats)
+                if streams or "kernel_details" in stats:
+                    yield event, stats
+
+
+def _host_operations(planes):
+    """(event, stats) of the XLA operations a CPU ran (control flow's events, which hold
+    those of the operations inside them, left out)."""
+    for plane in planes:
+        for line in plane.lines:
+            for event in line.events:
+                stats = dict(event.stats)
+                if "hlo_op" in stats and not event.name.startswith(("while", "conditional",
+                                                                     "call")):
+                    yield event, stats
 
 
 def step_trace(step, out: Path):
@@ -569,10 +583,14 @@ def run(args, command):
     if step:
         measure.log(f"a profile of the step at {step[0]} games")
         with tempfile.TemporaryDirectory() as scratch:
-            trace = budget.run("trace", step_trace, step, out / "trace" if out else
-                               Path(scratch))
+            try:  # a profiler that fails (no CUPTI, say) costs the profile, not the run
+                trace = budget.run("trace", step_trace, step, out / "trace" if out else
+                                   Path(scratch))
+                note = "the profile of the step: skipped (time budget)"
+            except Exception as e:  # noqa: BLE001 (any failure of the profiler)
+                trace, note = None, f"the profile of the step: failed ({type(e).__name__}: {e})"
         result["trace"] = trace
-        result["notes"] += [] if trace else ["the profile of the step: skipped (time budget)"]
+        result["notes"] += [] if trace else [note]
         if trace and out:
             (out / f"step-{trace['games']}-kernels.json").write_text(
                 json.dumps(trace["kernels"], indent=1) + "\n")
