@@ -14,7 +14,7 @@ import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-COMPILERS = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "libtpu")  # the `compile` extra
+COMPILERS = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12", "libtpu")  # `compile`
 
 
 def missing_compilers() -> list[str]:

@@ -101,17 +101,25 @@ def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
     iteration (64 searches, 128 updates, the replay buffer of 1M decisions) in the GPU's
     80 GB, and read from the same program one self-play decision (an iteration of its
     self-play loop: the search and the step) within 1.3x the kernels and host syncs counted
-    at 22fb10c (Gumbel, 8 simulations: 1,533 kernels, 16 syncs); random play (a step) and
-    configs/tpu.yaml's training iteration (its self-play runs both halves of a step)
-    compiled for one TPU v5e chip, the iteration in the chip's 16 GB."""
-    from trictrac_jax.tools import bench
+    at 22fb10c (Gumbel, 8 simulations: 1,533 kernels, 16 syncs); random play (a step, its
+    kernels' launch sizes and registers) and configs/tpu.yaml's training iteration (its
+    self-play runs both halves of a step) compiled for one TPU v5e chip, the iteration in
+    the chip's 16 GB."""
+    from trictrac_jax.tools import bench, gpu_report
     out = tmp_path / "gpu.md"
-    result = bench.main(["--h100", "--h100-games", "64", "--no-pgx", "--output", str(out)])
+    result = bench.main(["--h100", "--h100-games", "64", "--h100-loops", "plain", "--no-pgx",
+                         "--no-compile-time", "--h100-calibration", str(tmp_path / "k.gz"),
+                         "--output", str(out)])
     text = out.read_text()
     assert text.startswith("# The GPU program") and "H100 estimate (compiled program" in text
     assert json.loads(out.with_suffix(".json").read_text())["search"] == result["search"]
     (row,) = result["random_play"]
     assert row["env"] == "trictrac" and row["host_syncs"] == 0 and row["estimated_us"] > 0
+    assert 0 < row["few_block_kernels"] < row["kernels"]  # 64 games: few blocks a kernel
+    # what --h100-calibration wrote is what the model's calibration reads
+    (written,) = gpu_report.calibration_programs(tmp_path / "k.gz")
+    assert written["games"] == 64 and G.H100_MODEL.seconds(written["step"]) == pytest.approx(
+        row["estimated_us"] / 1e6)
     search, iteration = result["search"], result["iteration"]
     assert 0 < search["host_syncs"] <= 21
     assert 1_000 < search["kernels"] <= 2_000
@@ -121,3 +129,15 @@ def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
     (row,) = tpu["random_play"]
     assert row["games"] == 64 and row["kernels"] > 0 and "estimated_us" not in row
     assert 0 < tpu["iteration"]["memory_gb"] <= G.TPU_V5E_MEMORY_BYTES / 1e9
+
+
+def test_model_reproduces_the_h100_measurements():
+    """The time model on the kernels of the programs measured on an H100 (code at ea19265,
+    compiled here): within 25% of the measured plain loop at each of the 4 sizes, trictrac
+    and pgx backgammon alike."""
+    from trictrac_jax.tools import gpu_report
+    rows = [r for r in gpu_report.calibration() if r["loop"] == "plain"]
+    assert {(r["env"], r["games"]) for r in rows} == {
+        (env, games) for env in ("trictrac", "pgx backgammon") for games in gpu_report.GAMES}
+    for r in rows:
+        assert abs(r["error"]) <= 0.25, r

@@ -20,30 +20,24 @@ import platform
 import shlex
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 import jax
 import numpy as np
 
 import trictrac_jax as tt
 from trictrac_jax import devices
-from trictrac_jax import board as B
-from trictrac_jax import moves as M
-from trictrac_jax import scoring
 from trictrac_jax.agents import random_agent
-from trictrac_jax.arrays import select_tree
-from trictrac_jax.lanes import game_minor
-from trictrac_jax.state import TS_HOLD_OR_GO
 from trictrac_jax.tools import bench_gpu, gpu_report
-from trictrac_jax.tools.measure import (BACKGAMMON, TRICTRAC, available_envs, code_version,
-                                        fastest_calls, game_lengths, in_fresh_process, log,
-                                        make_env, measure_search, measure_selfplay, table)
+from trictrac_jax.tools.measure import (BACKGAMMON, COMPILE_GAMES, STEP_ROW, TRICTRAC,
+                                        available_envs, code_version, compile_rows,
+                                        compile_table, components, fastest_calls, game_lengths,
+                                        in_fresh_process, log, make_env, measure_search,
+                                        measure_selfplay, mid_game_inputs, table)
 
 FULL_BATCHES = (1, 64, 256, 1024, 4096, 16384)
 QUICK_BATCHES = (1, 64, 256)
 # The GPU of the roofline estimate: H100 SXM, HBM3 bandwidth and dense FP32 (non-tensor) peak.
 GPU_NAME, GPU_BYTES_PER_S, GPU_FLOPS = "H100 SXM", 3.35e12, 67e12
-STEP_ROW = "full step (`env.step`)"
 SPLIT_SECONDS_FACTOR = 5  # the split's timed calls last this many times a self-play row's
 THROUGHPUT_COLUMNS = ("env", "batch", "compile s", "steps/s", "games/s", "steps/game",
                       "peak MiB", "state bytes")
@@ -51,38 +45,6 @@ THROUGHPUT_COLUMNS = ("env", "batch", "compile s", "steps/s", "games/s", "steps/
 FULL_SEARCHES = (("gumbel", 4), ("gumbel", 8), ("gumbel", 16), ("gumbel", 32),
                  ("stochastic", 8), ("stochastic", 32))
 QUICK_SEARCHES = (("gumbel", 2),)
-
-
-
-
-# --- the environments and the self-play loop ---
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-# --- timing ---
-
-
-
-
-
-
-
-
-
 
 
 # --- the sections of the report ---
@@ -112,64 +74,6 @@ def throughput(names, batches, steps, min_seconds, max_seconds, lengths):
     return rows, notes
 
 
-class Inputs(NamedTuple):
-    """What the timed components read, batched: the same mid-game decision states for all."""
-
-    states: tt.State
-    actions: jax.Array  # random legal actions at `states`
-    afterstates: tt.State  # `env.step_deterministic(states, actions)`
-    outcomes: jax.Array  # chance outcomes 0..35
-    keys: jax.Array
-
-
-def mid_game_inputs(env, batch, steps, key):
-    """`Inputs` after `steps` random steps from new games (finished games restarted)."""
-    init, step = jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
-    k_init, k_play, k_last = jax.random.split(key, 3)
-    states = init(jax.random.split(k_init, batch))
-    for k in jax.random.split(k_play, steps):
-        k_act, k_step, k_new = jax.random.split(k, 3)
-        actions = jax.vmap(random_agent)(jax.random.split(k_act, batch), states)
-        states = step(states, actions, jax.random.split(k_step, batch))
-        states = select_tree(states.terminated | states.truncated,
-                             init(jax.random.split(k_new, batch)), states)
-    k_act, k_out, k_keys = jax.random.split(k_last, 3)
-    actions = jax.vmap(random_agent)(jax.random.split(k_act, batch), states)
-    return Inputs(states, actions, jax.jit(jax.vmap(env.step_deterministic))(states, actions),
-                  jax.random.randint(k_out, (batch,), 0, tt.NUM_CHANCE_OUTCOMES),
-                  jax.random.split(k_keys, batch))
-
-
-def components(env):
-    """Name -> function of one game's `Inputs`: the parts of a step, then a step and a reset."""
-    def view(s):
-        return B.view_board(s._board, s.current_player)
-
-    # game-minor under vmap, as the engine runs them (see lanes.py)
-    legal = game_minor(lambda v, dice: M.move_lists(v, dice).legal)
-    points = game_minor(lambda v, dice, count: scoring.roll_jans(
-        v, dice, count, scoring.roll_lists(v, dice)).points)
-
-    def jans(x):
-        roll_count = x.states._dice_roll_count[x.states.current_player]
-        return points(view(x.states), x.states._dice, roll_count)
-
-    return {
-        "move lists (`moves.move_lists(...).legal`)":
-            lambda x: legal(view(x.states), x.states._dice),
-        "legal mask (`moves.legal_action_mask`)": lambda x: M.legal_action_mask(
-            view(x.states), x.states._dice, x.states._turn_stage == TS_HOLD_OR_GO),
-        "jan scoring (`scoring.roll_jans` + `move_lists`)": jans,
-        "move application (`env.step_deterministic`)":
-            lambda x: env.step_deterministic(x.states, x.actions),
-        "observation (`observe`)": lambda x: tt.observe(x.states),
-        "chance (`env.chance_step`)": lambda x: env.chance_step(x.afterstates, x.outcomes),
-        STEP_ROW: lambda x: env.step(x.states, x.actions, x.keys),
-        "reset (`env.init`)": lambda x: env.init(x.keys),
-        "agent (`random_agent`)": lambda x: random_agent(x.keys, x.states),
-    }
-
-
 def cost_row(name, compiled, batch, seconds):
     """XLA's cost analysis of one batched step, with the measured and the estimated rates."""
     cost = compiled.cost_analysis()
@@ -181,7 +85,6 @@ def cost_row(name, compiled, batch, seconds):
 
 
 # --- markdown ---
-
 
 
 def throughput_section(rows, notes):
@@ -249,6 +152,14 @@ def cost_section(rows, batch):
         f"rate is that of this call alone{peer}."])
 
 
+def compile_section(rows):
+    return "\n\n".join([
+        "## Compile time",
+        f"Seconds from the first trace of the random loop ({COMPILE_GAMES:,} new games, then "
+        "the timed calls' steps; `plain` and `with resets` as in `--gpu`) until it is "
+        "compiled for this CPU, in a fresh process as a user meets it: one-time setup on the "
+        "way (the engine's first positions) counted (`measure.compile_seconds`).",
+        compile_table(rows)])
 
 
 def machine_section(command, loads):
@@ -308,18 +219,30 @@ def parse_args(argv):
     p.add_argument("--gpu", action="store_true",
                    help="the GPU figures instead, on whatever device JAX runs on (see "
                         "trictrac_jax/bench_gpu.py; sized for it, --quick: the smallest); "
-                        "uses --quick, --no-pgx, --output, --budget-seconds only")
+                        "uses --quick, --no-pgx, --out, --output, --budget-seconds only")
     p.add_argument("--h100", action="store_true",
                    help="the program an H100 would run, compiled and read on this machine (no "
                         "GPU needed; gpu_report.py): random play, a base.yaml search and "
                         "training iteration; writes docs/gpu-program.md and .json; uses "
-                        "--no-pgx, --output, --h100-games only")
+                        "--no-pgx, --output, --h100-*, --no-compile-time only")
     p.add_argument("--h100-games", type=lambda s: [int(b) for b in s.split(",")],
                    help="--h100: random play's game counts (default 1024,8192,32768,131072)")
-    p.add_argument("--budget-seconds", type=float, default=360.0,
-                   help="--gpu: skip random-play and self-play rows that would start after "
-                        "this many seconds (default 360; the split and the rows under way "
-                        "still run)")
+    p.add_argument("--h100-loops", type=lambda s: s.split(","),
+                   help="--h100: random play's loops (default 'plain,with resets')")
+    p.add_argument("--h100-calibration", type=Path, metavar="PATH",
+                   help="--h100: also write random play's H100 kernels to PATH (the model's "
+                        "calibration data, gpu_report.CALIBRATION_DATA, made at the code "
+                        "measured on an H100)")
+    p.add_argument("--no-compile-time", action="store_true",
+                   help="skip the compile times (fresh processes, about a minute each)")
+    p.add_argument("--budget-seconds", type=float, default=480.0,
+                   help="--gpu: seconds for the whole run (default 480: with the start, "
+                        "under 9 minutes on a GPU); a row starts only if it is expected to "
+                        "end within them (the longest row of its kind so far, or a guess)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="--gpu: write everything into DIR: bench-gpu.md and .json, the step's "
+                        "profile trace (trace/, files under 16 MiB) and its summary per "
+                        "kernel (step-<games>-kernels.json)")
     p.add_argument("--output", type=Path,
                    help="default docs/benchmarks.md (--gpu: docs/benchmarks-<platform>.md "
                         "and .json)")
@@ -332,8 +255,6 @@ def parse_args(argv):
     args.min_seconds = 0.5 if quick else 2.0
     args.searches = [] if args.no_search or args.throughput_only else list(QUICK_SEARCHES if quick else FULL_SEARCHES)
     return args
-
-
 
 
 def mean_game_lengths(names, games):
@@ -389,6 +310,8 @@ def main(argv=None):
         mid_steps = max(1, round(lengths[TRICTRAC] / 2))
         sections += split_and_cost_sections(names, args.split_batch, mid_steps,
                                             SPLIT_SECONDS_FACTOR * args.min_seconds)
+    if not (args.throughput_only or args.no_compile_time):
+        sections.append(compile_section(compile_rows(names, COMPILE_GAMES, args.steps)))
     if args.searches:
         log("self-play with search")
         rows = [in_fresh_process(measure_search, alg, sims, args.search_games, args.min_seconds)

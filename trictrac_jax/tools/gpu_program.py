@@ -11,22 +11,33 @@ v5e chip. The optimised program says what one call does on that device:
   length is counted once, so this is a lower bound);
 * bytes: what the kernels read and write, an in-place update counted by the part it writes
   and an input read through a slice by the part it reads (an estimate of memory traffic);
-* device memory: XLA's own figure (arguments, outputs and temporaries).
+* device memory: XLA's own figure (arguments, outputs and temporaries);
+* for a GPU compiled by `compile_with_kernels`, each kernel as the device runs it: its launch
+  size (blocks x threads, from XLA's thunk sequence) and its registers, stack and spill bytes
+  a thread (`ptxas -v` over the PTX XLA dumps; ptxas from pip's `nvidia-cuda-nvcc-cu12` runs
+  on a CPU). A value that does not fit a thread's registers is spilled to local memory:
+  traffic to the GPU's memory that no HLO shape shows.
 
-Kernels, host syncs and memory are facts of the compiled program; bytes are an estimate, and
-`H100_MODEL` turns the three counts into seconds with constants fitted to H100 measurements
-(docs/gpu-program.md: the model and its calibration). Every figure from here is an estimate
-of the compiled program, never a measurement.
+Kernels, host syncs, memory, launch sizes and spills are facts of the compiled program;
+bytes are an estimate, and `H100_MODEL` turns them into seconds with constants fitted to H100
+measurements (docs/gpu-program.md: the model and its calibration). Every time from here is
+an estimate of the compiled program, never a measurement.
 
     from trictrac_jax.tools import gpu_program as G
-    program = G.read(G.compile_for(G.H100, fn, *example_args), top=10)
-    print(G.summary(program.per(steps)))   # per step of a loop of `steps`
+    program = G.read(G.compile_with_kernels(G.H100, fn, *example_args)).per(steps)
+    print(G.summary(program))   # per step of a loop of `steps`; its spilling kernels
 """
 from __future__ import annotations
 
+import concurrent.futures
+import math
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 from collections import Counter
+from pathlib import Path
 from typing import NamedTuple
 
 # The CUDA plugin checks the CUDA runtime's version when JAX starts its backends, and fails
@@ -98,13 +109,15 @@ def device(target: Target):
     return _DEVICES[target]
 
 
-def compile_for(target: Target, fn, *args, donate_argnums=()):
+def compile_for(target: Target, fn, *args, donate_argnums=(), compiler_options=None):
     """`jax.jit(fn)` compiled for `target`, for arguments shaped like `args` (arrays or
-    ShapeDtypeStructs); `donate_argnums` as the program is run (updated in place)."""
+    ShapeDtypeStructs); `donate_argnums` as the program is run (updated in place);
+    `compiler_options`: XLA's debug options for this compile (e.g. `xla_dump_to`)."""
     sharding = SingleDeviceSharding(device(target))
     abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
                             args)
-    return jax.jit(fn, donate_argnums=donate_argnums).lower(*abstract).compile()
+    return jax.jit(fn, donate_argnums=donate_argnums).lower(*abstract).compile(
+        compiler_options=compiler_options)
 
 
 # --- reading the optimised HLO ----------------------------------------------------------
@@ -213,6 +226,27 @@ def _kernel_bytes(instr: _Instr, shapes: dict[str, str], computations) -> int:
     return out + sum(reads.values())
 
 
+class Kernel(NamedTuple):
+    """One kernel of a compiled program: how often a call launches it and what a launch
+    touches (from the HLO); its launch size, registers and spills where the program was
+    compiled by `compile_with_kernels` (XLA's dump and ptxas; zeros otherwise)."""
+
+    name: str  # the HLO instruction's, as the PTX and the thunk sequence spell it
+    launches: float  # a call (loop bodies counted by their trip counts)
+    bytes: float  # one launch reads and writes (an estimate, see the module's docstring)
+    elements: int  # of its largest array: the work its threads share
+    blocks: int = 0
+    threads: int = 0  # a block
+    registers: int = 0  # a thread
+    stack: int = 0  # bytes a thread (local memory: where spilled values go)
+    spill_stores: int = 0  # bytes a thread, in the kernel's code (`spill_bytes`: its
+    spill_loads: int = 0  # traffic a launch)
+
+    @property
+    def spills(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+
 class Program(NamedTuple):
     """What one call of a compiled program does (see the module's docstring)."""
 
@@ -221,24 +255,48 @@ class Program(NamedTuple):
     bytes: float
     memory_bytes: int  # arguments + outputs (less those donated) + temporaries
     costliest: list  # (bytes a call, kernel's name, its shape), the most bytes first
+    by_kernel: tuple[Kernel, ...] = ()  # every kernel, in program order
 
     def per(self, n: float) -> "Program":
         """The counts per one of `n` (e.g. per step of a loop of n steps)."""
         return self._replace(kernels=self.kernels / n, host_syncs=self.host_syncs / n,
                              bytes=self.bytes / n,
-                             costliest=[(b / n, k, s) for b, k, s in self.costliest])
+                             costliest=[(b / n, k, s) for b, k, s in self.costliest],
+                             by_kernel=tuple(k._replace(launches=k.launches / n)
+                                             for k in self.by_kernel))
+
+    def spilling(self, over: int = 0) -> list[Kernel]:
+        """Its kernels that spill more than `over` bytes a thread, the most first."""
+        return sorted((k for k in self.by_kernel if k.spills > over), key=lambda k: -k.spills)
 
 
 def read(compiled, top: int = 10) -> Program:
-    """The `Program` of a compiled executable (from `compile_for`)."""
+    """The `Program` of a compiled executable (`compile_for`'s; `compile_with_kernels`'s for
+    each kernel's launch size and registers, else zeros)."""
+    compiled, kernels = _with_kernels(compiled)
     computations, entry = _parse(compiled.as_text())
+    return _program(computations, entry, _memory_bytes(compiled), top, kernels)
+
+
+class WithKernels(NamedTuple):
+    """A compiled GPU executable and its kernels' launch sizes and registers, by name."""
+
+    executable: object
+    kernels: dict
+
+
+def _with_kernels(compiled) -> tuple[object, dict | None]:
+    if isinstance(compiled, WithKernels):
+        return compiled.executable, compiled.kernels
+    return compiled, None
+
+
+def _memory_bytes(compiled) -> int:
     memory = compiled.memory_analysis()
     # Outputs written into donated arguments are counted once.
-    memory_bytes = 0 if memory is None else (memory.argument_size_in_bytes
-                                             + memory.output_size_in_bytes
-                                             - memory.alias_size_in_bytes
-                                             + memory.temp_size_in_bytes)
-    return _program(computations, entry, memory_bytes, top)
+    return 0 if memory is None else (memory.argument_size_in_bytes
+                                     + memory.output_size_in_bytes
+                                     - memory.alias_size_in_bytes + memory.temp_size_in_bytes)
 
 
 class Loop(NamedTuple):
@@ -253,7 +311,8 @@ class Loop(NamedTuple):
 def loops(compiled, top: int = 10) -> list[Loop]:
     """The while loops at the top level of a compiled executable (not those inside them), in
     program order: e.g. a training iteration's self-play and update scans, whose bodies are
-    one self-play decision and one update."""
+    one self-play decision and one update (`compiled` as for `read`)."""
+    compiled, kernels = _with_kernels(compiled)
     text = compiled.as_text()
     computations, entry = _parse(text)
     found = []
@@ -263,7 +322,8 @@ def loops(compiled, top: int = 10) -> list[Loop]:
         frame = re.search(r"stack_frame_id=(\d+)", instr.attrs)
         body = _called(instr.attrs, "body")[0]
         found.append(Loop(_source(text, frame.group(1)) if frame else "?",
-                          _trip_count(instr.attrs), _program(computations, body, 0, top)))
+                          _trip_count(instr.attrs),
+                          _program(computations, body, 0, top, kernels)))
     return found
 
 
@@ -280,11 +340,12 @@ def _source(hlo: str, frame: str) -> str:
             + functions[ids.group(2)].strip('"'))
 
 
-def _program(computations, root: str, memory_bytes: int, top: int) -> Program:
-    """What one run of computation `root` does (see the module's docstring)."""
+def _program(computations, root: str, memory_bytes: int, top: int,
+             device: dict | None = None) -> Program:
+    """What one run of computation `root` does (see the module's docstring); `device`: the
+    launch sizes and registers of `compile_with_kernels`, by kernel name."""
     shapes = {i.name: i.shape for body in computations.values() for i in body}
-    kernels = Counter()
-    costs = Counter()
+    launches, costs, shape_of = Counter(), Counter(), {}
     totals = {"syncs": 0.0}
 
     def walk(name: str, times: float):
@@ -302,34 +363,166 @@ def _program(computations, root: str, memory_bytes: int, top: int) -> Program:
                     for sub in _called(instr.attrs, key):
                         walk(sub, times)
             elif instr.op not in _FREE:
-                kernels[instr.name] += times
-                costs[(instr.name, instr.shape)] += times * _kernel_bytes(instr, shapes,
-                                                                          computations)
+                launches[instr.name] += times
+                costs[instr.name] += times * _kernel_bytes(instr, shapes, computations)
+                shape_of[instr.name] = (instr.shape, [shapes.get(o, "") for o in instr.operands])
 
     walk(root, 1.0)
-    ranked = sorted(((b, name, shape) for (name, shape), b in costs.items()), reverse=True)
-    return Program(kernels=float(sum(kernels.values())), host_syncs=totals["syncs"],
+    by_kernel = []
+    for name, n in launches.items():
+        out, ins = shape_of[name]
+        kernel = Kernel(_kernel_name(name), n, costs[name] / n,
+                        max(_elements(x) for x in (out, *ins)))
+        by_kernel.append(kernel._replace(**(device or {}).get(kernel.name, {})))
+    ranked = sorted(((costs[name], name, shape_of[name][0]) for name in costs), reverse=True)
+    return Program(kernels=float(sum(launches.values())), host_syncs=totals["syncs"],
                    bytes=float(sum(costs.values())), memory_bytes=memory_bytes,
-                   costliest=ranked[:top])
+                   costliest=ranked[:top], by_kernel=tuple(by_kernel))
+
+
+def _elements(shape_text: str) -> int:
+    """Elements of the largest array of a shape (a tuple's too)."""
+    sizes = [1] + [math.prod(int(d) for d in dims.split(",") if d)
+                   for _, dims in _ARRAY.findall(shape_text)]
+    return max(sizes)
+
+
+def _kernel_name(hlo_name: str) -> str:
+    """An HLO instruction's name as its PTX entry and thunk are named."""
+    return re.sub(r"[.\-]", "_", hlo_name)
+
+
+# --- the kernels as the GPU runs them: XLA's dump and ptxas ---------------------------------
+
+# `ptxas -v` on one kernel: "Compiling entry function 'NAME' ... N bytes stack frame, N bytes
+# spill stores, N bytes spill loads ... Used N registers"
+_PTXAS = re.compile(r"Compiling entry function '(\S+)'.*?(\d+) bytes stack frame, (\d+) bytes "
+                    r"spill stores, (\d+) bytes spill loads.*?Used (\d+) registers", re.S)
+# A kernel thunk of XLA's thunk sequence: "NAME grid: [x, y, z] threads: [x, y, z]"
+_THUNK = re.compile(r"\] (\S+) grid: \[(\d+), (\d+), (\d+)\] threads: \[(\d+), (\d+), (\d+)\]")
+
+
+def ptxas() -> str:
+    """The path of ptxas (the CUDA compiler's assembler): on PATH, or pip's
+    `nvidia-cuda-nvcc-cu12` (runs on any x86-64 Linux, no GPU needed)."""
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    try:
+        import nvidia.cuda_nvcc as nvcc
+        for folder in nvcc.__path__:
+            path = os.path.join(folder, "bin", "ptxas")
+            if os.path.exists(path):
+                return path
+    except ImportError:
+        pass
+    raise RuntimeError("no ptxas to read a GPU kernel's registers and spills: pip install "
+                       "nvidia-cuda-nvcc-cu12 (in the `test` extra)")
+
+
+def launch_sizes(thunk_sequence: str) -> dict[str, tuple[int, int]]:
+    """Kernel name -> (blocks, threads a block) of a thunk sequence's text (XLA's dump)."""
+    sizes = {}
+    for m in _THUNK.finditer(thunk_sequence):
+        grid, block = [int(x) for x in m.groups()[1:4]], [int(x) for x in m.groups()[4:]]
+        sizes[m.group(1)] = (math.prod(grid), math.prod(block))
+    return sizes
+
+
+def ptxas_usage(report: str) -> dict[str, tuple[int, int, int, int]]:
+    """Kernel name -> (registers, stack, spill stores, spill loads) (bytes a thread) of the
+    text `ptxas -v` writes."""
+    return {m.group(1): (int(m.group(5)), int(m.group(2)), int(m.group(3)), int(m.group(4)))
+            for m in _PTXAS.finditer(report)}
+
+
+def _assemble(path: str, arch: str) -> str:
+    done = subprocess.run([ptxas(), "-v", f"-arch={arch}", path, "-o", os.devnull],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"ptxas failed on {path}: {done.stderr.strip()[-500:]}")
+    return done.stderr
+
+
+def compile_with_kernels(target: Target, fn, *args, donate_argnums=(), arch: str = "sm_90a",
+                         dump_to: str | Path | None = None) -> WithKernels:
+    """`compile_for` a GPU `target` with XLA's dump on, and each kernel's blocks and threads
+    (the dump's thunk sequence) and registers, stack and spill bytes (`ptxas -v` over the
+    dumped PTX, assembled again for `arch`), for `read` and `loops`. The dump goes to
+    `dump_to` (kept), else to a temporary folder (removed)."""
+    with tempfile.TemporaryDirectory(prefix="xla-dump-") as scratch:
+        dump = Path(dump_to or scratch)
+        compiled = compile_for(target, fn, *args, donate_argnums=donate_argnums,
+                               compiler_options={"xla_dump_to": str(dump)})
+        return WithKernels(compiled, _dumped_kernels(dump, arch))
+
+
+def _dumped_kernels(dump: Path, arch: str) -> dict[str, dict]:
+    """Kernel name -> Kernel fields of launch and registers, from a dump of one module."""
+    sizes = {}
+    for path in dump.glob("*thunk_sequence.txt"):
+        sizes.update(launch_sizes(path.read_text()))
+    ptx = [str(p) for p in sorted(dump.glob("*.ptx")) if ".entry" in p.read_text()]
+    if not sizes or not ptx:
+        raise RuntimeError(f"XLA dumped no thunk sequence or PTX into {dump}: not a GPU "
+                           "program, or one that JAX's compilation cache served?")
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
+        usage = {}
+        for report in pool.map(lambda p: _assemble(p, arch), ptx):
+            usage.update(ptxas_usage(report))
+    found = {}
+    for name, (blocks, threads) in sizes.items():
+        registers, stack, stores, loads = usage.get(name, (0, 0, 0, 0))
+        found[name] = dict(blocks=blocks, threads=threads, registers=registers, stack=stack,
+                           spill_stores=stores, spill_loads=loads)
+    return found
 
 
 class TimeModel(NamedTuple):
-    """Seconds = kernels x launch + host syncs x sync + bytes / bandwidth (an estimate)."""
+    """Seconds of a program on a GPU, an estimate: each kernel launch costs a fixed latency
+    plus its bytes over the bandwidth its blocks can draw, its spill traffic weighted in; each
+    host sync a fixed wait (docs/gpu-program.md, "The model": what each constant was fitted
+    on)."""
 
-    seconds_per_kernel: float
-    seconds_per_host_sync: float
-    bytes_per_second: float
+    seconds_per_kernel: float  # a launch in a chain of dependent kernels
+    seconds_per_host_sync: float  # the host reads a loop's condition, then launches again
+    bytes_per_second: float  # the whole chip's, as XLA's kernels draw it
+    bytes_per_second_per_block: float  # a kernel of few blocks draws at most this per block
+    spill_weight: float  # a byte of spill traffic costs this many bytes of HBM traffic
+    elements_per_spill_trip: int = 16  # a thread runs its spill code once per this many
+
+    def rate(self, k: Kernel) -> float:
+        """Bytes a second that `k`'s blocks draw (unknown launch size: the whole chip's)."""
+        return (min(self.bytes_per_second, k.blocks * self.bytes_per_second_per_block)
+                if k.blocks else self.bytes_per_second)
+
+    def spill_seconds(self, k: Kernel) -> float:
+        """What `k`'s spill traffic adds to one of its launches."""
+        return self.spill_weight * spill_bytes(k, self.elements_per_spill_trip) / self.rate(k)
+
+    def kernel_seconds(self, k: Kernel) -> float:
+        """One launch of `k`."""
+        return self.seconds_per_kernel + k.bytes / self.rate(k) + self.spill_seconds(k)
 
     def seconds(self, p: Program) -> float:
-        return (p.kernels * self.seconds_per_kernel + p.host_syncs * self.seconds_per_host_sync
-                + p.bytes / self.bytes_per_second)
+        return (sum(k.launches * self.kernel_seconds(k) for k in p.by_kernel)
+                + p.host_syncs * self.seconds_per_host_sync)
 
 
-# Fitted to random play measured on one H100 (jax 0.11.2, trictrac-jax at 68ff02b and pgx
-# backgammon, 1,024 to 131,072 games): within -9% to +14% of every measurement; for a
-# search it ran 1.44x slow (docs/gpu-program.md, "The model").
-H100_MODEL = TimeModel(seconds_per_kernel=1.8e-6, seconds_per_host_sync=22e-6,
-                       bytes_per_second=1.15e12)
+def spill_bytes(k: Kernel, elements_per_trip: int = 16) -> float:
+    """Local-memory traffic of one launch of `k`: its spill bytes a thread (ptxas counts the
+    code's, once) x its threads x the trips each thread makes through that code (its share
+    of the elements over `elements_per_trip`, at least one)."""
+    threads = k.blocks * k.threads
+    return k.spills * threads * max(1.0, k.elements / max(threads, 1) / elements_per_trip)
+
+
+# Fitted to random play measured on one H100 (jax 0.11.2, trictrac-jax at ea19265 and pgx
+# backgammon 2.6.0, 1,024 to 131,072 games, the plain loop): within 13% of every
+# measurement (docs/gpu-program.md, "The model"). Host syncs: fitted at 68ff02b (none since).
+H100_MODEL = TimeModel(seconds_per_kernel=1.0e-6, seconds_per_host_sync=22e-6,
+                       bytes_per_second=1.0e12, bytes_per_second_per_block=13e9,
+                       spill_weight=0.25)
 
 
 def summary(p: Program, model: TimeModel | None = H100_MODEL) -> str:
@@ -340,4 +533,12 @@ def summary(p: Program, model: TimeModel | None = H100_MODEL) -> str:
         lines.append(f"H100 estimate (compiled program, model in docs/gpu-program.md): "
                      f"{model.seconds(p) * 1e6:,.1f} µs")
     lines += [f"  {b:>16,.0f} bytes  {name}  {shape[:100]}" for b, name, shape in p.costliest]
+    lines += [f"  spills {describe(k)}" for k in p.spilling()]
     return "\n".join(lines)
+
+
+def describe(k: Kernel) -> str:
+    """A kernel's launch and registers in one line."""
+    return (f"{k.name}: {k.spill_stores:,} + {k.spill_loads:,} bytes of spill stores + loads "
+            f"a thread, {k.stack:,}-byte stack, {k.registers} registers, {k.blocks:,} blocks "
+            f"x {k.threads:,} threads")

@@ -8,17 +8,24 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import multiprocessing
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 import trictrac_jax as tt
+from trictrac_jax import board as B
+from trictrac_jax import moves as M
+from trictrac_jax import scoring
 from trictrac_jax.agents import random_agent
 from trictrac_jax.arrays import select_tree
+from trictrac_jax.lanes import game_minor
+from trictrac_jax.state import TS_HOLD_OR_GO
 from trictrac_jax.az import config as C
 from trictrac_jax.az import training as T
 
@@ -63,6 +70,32 @@ def selfplay(env, steps):
     return run
 
 
+WITH_RESETS, PLAIN = "with resets", "plain"  # the two random-play loops
+COMPILE_GAMES = 1024  # the random loop whose compile time is measured
+
+
+def uniform_legal(key, mask):
+    """An action uniform over the legal mask bool[A] (the sampler of both environments)."""
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
+
+
+def plain_loop(env, steps):
+    """(states, key) -> states after `steps` steps of every game (no resets)."""
+    def body(states, key):
+        batch = states.current_player.shape[0]
+        k_act, k_step = jax.random.split(key)
+        actions = jax.vmap(uniform_legal)(jax.random.split(k_act, batch),
+                                          states.legal_action_mask)
+        return jax.vmap(env.step)(states, actions, jax.random.split(k_step, batch)), None
+
+    return lambda states, key: jax.lax.scan(body, states, jax.random.split(key, steps))[0]
+
+
+def random_loop(env, loop, steps):
+    """(states, key) -> states after `steps` random steps: `loop` is PLAIN or WITH_RESETS."""
+    return plain_loop(env, steps) if loop == PLAIN else selfplay(env, steps)
+
+
 def game_lengths(env, games, key):
     """Steps of `games` random games played from the start to their end (capped)."""
     def cond(carry):
@@ -94,6 +127,120 @@ def finished_games(env, batch):
     shapes = jax.eval_shape(jax.vmap(env.init), jax.random.split(jax.random.PRNGKey(0), batch))
     zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
     return zeros.replace(terminated=jnp.ones(batch, bool))
+
+
+def compile_seconds(name, loop, games, steps, target=None):
+    """Seconds from the first trace of a random-play program (`games` new games, then
+    `random_loop`'s `steps` steps) until it is compiled, as a user meets it in a new
+    process: the one-time setup on the way (e.g. the engine's first positions) is counted.
+    `target`: the name of a `gpu_program` device to compile for, with the engine's GPU
+    lowering (default: this machine's CPU and its lowering). Call it in a fresh process
+    (`in_fresh_process`): it sets the lowering, read when tracing."""
+    os.environ["TRICTRAC_LANES"] = "gpu" if target else "cpu"
+    env = make_env(name)
+
+    def run(key):
+        states = jax.vmap(env.init)(jax.random.split(key, games))
+        return random_loop(env, loop, steps)(states, key)
+
+    key = jax.random.PRNGKey(0)
+    if target is None:
+        start = time.perf_counter()
+        jax.jit(run).lower(key).compile()
+        return time.perf_counter() - start
+    from trictrac_jax.tools import gpu_program as G  # before any JAX computation here
+    jax.config.update("jax_platforms", "cpu")  # compile-only devices need no backend
+    target = {t.name: t for t in (G.H100, G.TPU_V5E)}[target]
+    start = time.perf_counter()
+    G.compile_for(target, run, key)
+    return time.perf_counter() - start
+
+
+def compile_rows(names, games, steps, target=None):
+    """`compile_seconds` of both random loops of each environment, each in a fresh process."""
+    rows = []
+    for name in names:
+        for loop in (PLAIN, WITH_RESETS):
+            log(f"compile time of the {target or 'CPU'} program: {name}, {loop} "
+                "(a fresh process)")
+            seconds = in_fresh_process(compile_seconds, name, loop, games, steps, target)
+            rows.append({"env": name, "loop": loop, "program": target or "CPU",
+                         "games": games, "steps": steps, "compile_s": seconds})
+    return rows
+
+
+def compile_table(rows):
+    """Markdown: the compile times, trictrac's over pgx backgammon's."""
+    by = {(r["env"], r["loop"], r["program"]): r["compile_s"] for r in rows}
+    ratio = lambda r: (f"{r['compile_s'] / by[BACKGAMMON, r['loop'], r['program']]:.2f}"
+                       if r["env"] == TRICTRAC and (BACKGAMMON, r["loop"], r["program"]) in by
+                       else "")
+    return table(("program", "env", "loop", "compile s", "trictrac / pgx"), [
+        (r["program"], r["env"], r["loop"], f"{r['compile_s']:.1f}", ratio(r)) for r in rows])
+
+
+# --- the parts of a step, timed apart ---
+
+STEP_ROW = "full step (`env.step`)"
+
+
+class Inputs(NamedTuple):
+    """What the timed components read, batched: the same mid-game decision states for all."""
+
+    states: tt.State
+    actions: jax.Array  # random legal actions at `states`
+    afterstates: tt.State  # `env.step_deterministic(states, actions)`
+    outcomes: jax.Array  # chance outcomes 0..35
+    keys: jax.Array
+
+
+def mid_game_inputs(env, batch, steps, key):
+    """`Inputs` after `steps` random steps from new games (finished games restarted)."""
+    init, step = jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
+    k_init, k_play, k_last = jax.random.split(key, 3)
+    states = init(jax.random.split(k_init, batch))
+    for k in jax.random.split(k_play, steps):
+        k_act, k_step, k_new = jax.random.split(k, 3)
+        actions = jax.vmap(random_agent)(jax.random.split(k_act, batch), states)
+        states = step(states, actions, jax.random.split(k_step, batch))
+        states = select_tree(states.terminated | states.truncated,
+                             init(jax.random.split(k_new, batch)), states)
+    k_act, k_out, k_keys = jax.random.split(k_last, 3)
+    actions = jax.vmap(random_agent)(jax.random.split(k_act, batch), states)
+    return Inputs(states, actions, jax.jit(jax.vmap(env.step_deterministic))(states, actions),
+                  jax.random.randint(k_out, (batch,), 0, tt.NUM_CHANCE_OUTCOMES),
+                  jax.random.split(k_keys, batch))
+
+
+def components(env):
+    """Name -> function of one game's `Inputs`: the parts of a step, then a step and a reset."""
+    def view(s):
+        return B.view_board(s._board, s.current_player)
+
+    # game-minor under vmap, as the engine runs them (see lanes.py)
+    legal = game_minor(lambda v, dice: M.move_lists(v, dice).legal)
+    points = game_minor(lambda v, dice, count: scoring.roll_jans(
+        v, dice, count, scoring.roll_lists(v, dice)).points)
+
+    def jans(x):
+        roll_count = x.states._dice_roll_count[x.states.current_player]
+        return points(view(x.states), x.states._dice, roll_count)
+
+    return {
+        "move lists (`moves.move_lists(...).legal`)":
+            lambda x: legal(view(x.states), x.states._dice),
+        "legal mask (`moves.legal_action_mask`)": lambda x: M.legal_action_mask(
+            view(x.states), x.states._dice, x.states._turn_stage == TS_HOLD_OR_GO),
+        "jan scoring (`scoring.roll_jans` + `move_lists`)": jans,
+        "move application (`env.step_deterministic`)":
+            lambda x: env.step_deterministic(x.states, x.actions),
+        "observation (`observe`)": lambda x: tt.observe(x.states),
+        "chance (`env.chance_step`)": lambda x: env.chance_step(x.afterstates, x.outcomes),
+        STEP_ROW: lambda x: env.step(x.states, x.actions, x.keys),
+        "reset (`env.init`)": lambda x: env.init(x.keys),
+        "agent (`random_agent`)": lambda x: random_agent(x.keys, x.states),
+    }
+
 
 
 def peak_memory_mib():

@@ -1,0 +1,85 @@
+"""Register spills of the GPU kernels, read on this CPU (no GPU needed): XLA compiles for an
+H100 (the CUDA compiler plugin of the `compile` extra), ptxas (pip `nvidia-cuda-nvcc-cu12`)
+reports each kernel's registers and spill bytes, XLA's thunk sequence its launch size.
+
+A value that does not fit a thread's registers is spilled to local memory: traffic to the
+GPU's memory that no HLO shape shows. At ea19265 one column reduction of the chance half of
+the step spilled 3 kB a thread at 131,072 games, and the H100 ran the step at a third of pgx
+backgammon's speed (docs/gpu-program.md)."""
+import functools
+import re
+import subprocess
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from trictrac_jax.tools import gpu_program as G
+from trictrac_jax.tools import gpu_report
+
+pytestmark = pytest.mark.compile  # needs the `compile` extra (conftest.py)
+
+SPILL_LIMIT = 256  # bytes of spill stores and loads a thread, in a kernel's code
+GAMES = (1024, 8192, 32768, 131072)
+
+
+def crowded(x):
+    """f32[R, C] -> f32[C]: 16 values live at once in each thread of its kernels."""
+    values = [jnp.sin(x * i) for i in range(1, 17)]
+    total = sum(values)
+    return jnp.sum(sum(v * jnp.cos(total + i) for i, v in enumerate(values)), axis=0)
+
+
+def test_launch_sizes_registers_and_spills_of_a_small_function(tmp_path):
+    x = jax.ShapeDtypeStruct((64, 1024), jnp.float32)
+    program = G.read(G.compile_with_kernels(G.H100, crowded, x, dump_to=tmp_path))
+    assert program.by_kernel and not program.spilling()
+    for k in program.by_kernel:
+        assert k.launches == 1 and k.blocks > 0 and k.threads > 0 and 0 < k.registers <= 255
+        if k.name.startswith("loop_"):  # elementwise: a thread an element at most
+            assert k.blocks * k.threads >= k.elements
+    (reduction,) = [k for k in program.by_kernel if "reduce" in k.name]
+    assert reduction.elements == 64 * 1024 and reduction.blocks * reduction.threads < 64 * 1024
+    (sequence,) = tmp_path.glob("*thunk_sequence.txt")
+    assert G.launch_sizes(sequence.read_text()) == {
+        k.name: (k.blocks, k.threads) for k in program.by_kernel}
+    # the same PTX assembled with at most 32 registers a thread: the crowded kernel spills
+    usage = {}
+    for ptx in tmp_path.glob("*.ptx"):
+        text = ptx.read_text()
+        if ".entry" in text:
+            capped = tmp_path / f"{ptx.stem}.capped"
+            capped.write_text(re.sub(r"^(\.reqntid .*)$", r"\1\n.maxnreg 32", text, flags=re.M))
+            usage |= G.ptxas_usage(subprocess.run(
+                [G.ptxas(), "-v", "-arch=sm_90a", str(capped), "-o", "/dev/null"],
+                capture_output=True, text=True, check=True).stderr)
+    assert usage.keys() == {k.name for k in program.by_kernel}
+    assert all(registers <= 32 for registers, *_ in usage.values())
+    spilled = [name for name, (_, stack, stores, loads) in usage.items() if stores and loads]
+    assert spilled and all(usage[name][1] > 0 for name in spilled)  # spills live on the stack
+    # the model charges spill traffic, and a kernel of few blocks draws less bandwidth
+    heavy = max(program.by_kernel, key=lambda k: k.registers)
+    spilling = heavy._replace(spill_stores=64, spill_loads=64)
+    assert G.H100_MODEL.kernel_seconds(spilling) > G.H100_MODEL.kernel_seconds(heavy)
+    assert (G.H100_MODEL.kernel_seconds(heavy._replace(blocks=8))
+            > G.H100_MODEL.kernel_seconds(heavy._replace(blocks=1024)))
+
+
+@pytest.fixture(scope="module")
+def step_program():
+    """games -> the vmapped `env.step` compiled for an H100 with the engine's GPU lowering,
+    its kernels read; one compile a size, shared by the tests of this module."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRICTRAC_LANES", "gpu")  # read when tracing
+        yield functools.cache(gpu_report.step_program)
+
+
+@pytest.mark.parametrize("games", GAMES)
+def test_no_kernel_of_the_step_spills(step_program, games):
+    program = step_program(games)
+    assert program.kernels > 10 and all(k.registers for k in program.by_kernel if k.blocks)
+    spilling = program.spilling(over=SPILL_LIMIT)
+    assert not spilling, (
+        f"{len(spilling)} kernel(s) of env.step at {games:,} games spill more than "
+        f"{SPILL_LIMIT} bytes a thread (H100 program):\n"
+        + "\n".join(G.describe(k) for k in spilling))
