@@ -240,9 +240,8 @@ def make_evaluators(config: config_lib.Config) -> dict:
         raise config_lib.ConfigError(f"evaluation.opponents: {e}") from None
 
 
-# The iteration's two device functions, compiled once per config (static); the games and the
-# buffer are updated in place.
-# Each takes `T.device_config(config)`.
+# The run's device functions (new games, then each iteration's two), compiled once per
+# `T.device_config(config)` (static); the games and the buffer are updated in place.
 start_games = jax.jit(T.start_games, static_argnums=0)
 selfplay_step = jax.jit(T.selfplay_step, static_argnums=0, donate_argnums=(2, 3))
 train_step = jax.jit(T.train_step, static_argnums=0, donate_argnums=(1,))

@@ -43,7 +43,7 @@ MATCH_LOOP = "evaluation.py:play_match"  # `gpu_program.Loop.where` of a match's
 # What was measured on one H100 (base-metrics.jsonl, code at ea19265): the evaluation before
 # (three opponents), its seconds once compiled, and its evaluators' compilation.
 BEFORE = ["evaluation.opponents=[greedy, random, first]", "evaluation.games=1024",
-          "evaluation.lookahead=32"]
+          "evaluation.lookahead=32", "evaluation.every=10"]
 BEFORE_MEASURED_S = 54.0
 COMPILE_MEASURED_S = 34.0 / 3  # one evaluator
 ITERATION_MEASURED_S = 0.71

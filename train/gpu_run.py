@@ -129,7 +129,7 @@ class Watchdog:
 
 
 def write_bytes_atomically(path: pathlib.Path, data: bytes):
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")  # the watchdog's apart
     tmp.write_bytes(data)
     os.replace(tmp, path)
 
@@ -194,6 +194,11 @@ def report(out: pathlib.Path, config: config_lib.Config, made_by: list[str], fac
               f"python -m trictrac_jax.tools.play --opponent {net}",
               f"python train/az.py --resume {out} --set training.max_minutes=M   # carry on",
               "```", ""]
+    if opp is not None and champion.is_name(opp):
+        lines += [f"It succeeds {opp} if it wins at least 60% of those 1,000 games, the "
+                  f"interval's lower bound above 55%, and loses less a decision on the "
+                  f"position benchmark (`python -m trictrac_jax.tools.rate {net} {opp}`; "
+                  f"docs/training.md, \"Toward champion 3\").", ""]
     return "\n".join(lines)
 
 

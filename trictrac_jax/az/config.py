@@ -211,7 +211,8 @@ class EvaluationConfig(Section):
     rolls: bool = setting(False)  # the lookahead values each move over the 36 rolls after it
     # The most of the run's wall clock that evaluating may take, the evaluators' compilation
     # included: an evaluation due every `every` iterations waits until it fits
-    # (docs/training.md, "The evaluation's share").
+    # (docs/training.md, "The evaluation's share"). train/az.py's: train/ppo.py evaluates
+    # every `every` iterations.
     max_share: float = setting(0.1, in_range(0.01, 1.0))
 
 
