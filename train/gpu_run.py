@@ -207,6 +207,7 @@ def run(args, command: str, log=print, stop=None):
     exit at once with status 124) is what the watchdog calls."""
     config, made_by = run_config(args)
     out = pathlib.Path(config.run.dir)
+    log(f"running on {devices.describe()}: {made_by[0]} for {args.minutes:g} min into {out}")
     facts = {"command": command, "code": code_version(), "device": devices.describe(),
              "started": datetime.datetime.now(datetime.timezone.utc).strftime(
                  "%Y-%m-%d %H:%M UTC")}
