@@ -108,6 +108,9 @@ def four_devices(tmp_path_factory):
     ("evaluation.opponents=[greedy:0]", "evaluation.opponents"),
     ("evaluation.games=7", "evaluation.games"),
     ("evaluation.lookahead=515", "evaluation.lookahead"),
+    ("evaluation.opponents=[champion:two]", "evaluation.opponents"),
+    ("evaluation.rolls=true", "evaluation.rolls"),  # without a lookahead
+    ("evaluation.max_share=0", "evaluation.max_share"),
     ("replay.capacity=100", "replay.capacity"),  # less than one iteration of self-play
     ("logging.tensorboard=maybe", "logging.tensorboard"),
 ])
@@ -128,11 +131,22 @@ def test_shipped_configs_are_valid(path):
     assert load(path).run.dir  # validated on loading: a bad key raises
 
 
-def test_opponents_are_baselines_or_greedy_k():
+def test_opponents_are_baselines_greedy_k_or_champions():
     from trictrac_jax.az import config as C
-    opponents = ["greedy", "greedy:8", "random", "first"]
+    opponents = ["greedy", "greedy:8", "random", "first", "champion", "champion:1",
+                 "champion:2@rolls:32"]
     config = C.load_config(base={"evaluation": {"opponents": opponents}})
     assert config.evaluation.opponents == tuple(opponents)
+
+
+def test_an_opponent_that_is_not_shipped_is_named_and_nothing_written(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({**TINY, "run": {"dir": str(tmp_path / "run")},
+                                      "evaluation": {"opponents": ["champion:99"]}}))
+    assert az.main(["--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: evaluation.opponents: unknown champion 'champion:99'")
+    assert not (tmp_path / "run").exists()
 
 
 def test_one_evaluation_search_at_a_time():

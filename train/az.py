@@ -414,6 +414,7 @@ def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
     called after each iteration's record and checkpoint."""
     T.maybe_init_distributed()
     config_lib.check_devices(config, jax.device_count())
+    evaluators = make_evaluators(config)
     warning = cpu_warning(config)
     if warning:
         log(warning)
@@ -423,7 +424,6 @@ def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
         resumed = Resumed(state, 0, [], 0.0, 0.0)
     state, start = resumed.state, resumed.iteration
     ev, iterations = config.evaluation, config.training.iterations
-    evaluators = make_evaluators(config)
     run_dir = pathlib.Path(config.run.dir)
     lead = jax.process_index() == 0  # writes the run's files; all processes save checkpoints
     if lead:
