@@ -65,7 +65,7 @@ class Resumed(NamedTuple):
     iteration: int  # of the checkpoint
     metrics: list[str]  # the lines of metrics.jsonl up to `iteration`
     elapsed_s: float  # wall clock up to `iteration`, from those lines
-    eval_s: float  # of it evaluating, from those lines
+    eval_s: float = 0.0  # of it evaluating, from those lines
 
 
 def new_config(args) -> config_lib.Config:
@@ -122,8 +122,8 @@ def resume(args, log) -> tuple[config_lib.Config, Resumed]:
         return saved, config, T.restore_state(directory, step, config)
     step, (saved, config, state) = C.first_intact(directory, load, log)
     log(f"resumed {C.describe(directory, step, saved)}, {int(state.step)} updates")
-    lines, elapsed, eval_s = metrics_until(run_dir / "metrics.jsonl", step)
-    return config, Resumed(state, step, lines, elapsed, eval_s)
+    lines, elapsed = metrics_until(run_dir / "metrics.jsonl", step)
+    return config, Resumed(state, step, lines, elapsed, evaluation_seconds(lines))
 
 
 def resumed_config(saved: config_lib.Config, overrides, run_dir: pathlib.Path
@@ -139,11 +139,11 @@ def resumed_config(saved: config_lib.Config, overrides, run_dir: pathlib.Path
     return config.replace(run=config.run.replace(dir=str(run_dir)))
 
 
-def metrics_until(path: pathlib.Path, iteration: int) -> tuple[list[str], float, float]:
-    """The lines of metrics.jsonl up to `iteration`, their latest elapsed_s and the sum of
-    their eval_s. A line that does not parse is dropped: only a kill while writing it makes
-    one, after the last checkpoint."""
-    lines, elapsed, eval_s = [], 0.0, 0.0
+def metrics_until(path: pathlib.Path, iteration: int) -> tuple[list[str], float]:
+    """The lines of metrics.jsonl up to `iteration`, and their latest elapsed_s. A line
+    that does not parse is dropped: only a kill while writing it makes one, after the
+    last checkpoint."""
+    lines, elapsed = [], 0.0
     for line in path.read_text().splitlines() if path.is_file() else []:
         try:
             record = json.loads(line)
@@ -152,8 +152,12 @@ def metrics_until(path: pathlib.Path, iteration: int) -> tuple[list[str], float,
         if record["iteration"] <= iteration:
             lines.append(line)
             elapsed = max(elapsed, record["elapsed_s"])
-            eval_s += record.get("eval_s", 0.0)
-    return lines, elapsed, eval_s
+    return lines, elapsed
+
+
+def evaluation_seconds(lines: list[str]) -> float:
+    """The seconds spent evaluating in these lines of metrics.jsonl (their eval_s)."""
+    return sum(json.loads(line).get("eval_s", 0.0) for line in lines)
 
 
 def write_atomically(path: pathlib.Path, lines: list[str]):
@@ -421,7 +425,7 @@ def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
     if resumed is None:
         state = warm_start(config, log) if config.run.init_from else \
             T.init_state(config, jax.random.PRNGKey(config.run.seed))
-        resumed = Resumed(state, 0, [], 0.0, 0.0)
+        resumed = Resumed(state, 0, [], 0.0)
     state, start = resumed.state, resumed.iteration
     ev, iterations = config.evaluation, config.training.iterations
     run_dir = pathlib.Path(config.run.dir)
