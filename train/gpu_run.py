@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import pathlib
 import shlex
 import sys
 import threading
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/az.py
@@ -63,7 +61,7 @@ MAX_FILE_BYTES = 16 * 2**20
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--minutes", type=float, required=True,
                    help="minutes of training after compilation, the last evaluation included")
@@ -192,7 +190,7 @@ def report(out: pathlib.Path, config: config_lib.Config, made_by: list[str], fac
               f"{flags}",
               f"python train/plot.py {out}",
               f"python -m trictrac_jax.tools.play --opponent {net}",
-              f"python train/az.py --resume {out} --set training.max_minutes=M   # carry on",
+              f"python train/az.py --resume {out} --set training.max_minutes=M   # to M min",
               "```", ""]
     if opp is not None and champion.is_name(opp):
         lines += [f"It succeeds {opp} if it wins at least 60% of those 1,000 games, the "
