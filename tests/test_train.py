@@ -24,7 +24,7 @@ from trictrac_jax.az import checkpoint as C
 from trictrac_jax.az import network as N
 from trictrac_jax.az import training as T
 from trictrac_jax.az.config import ConfigError, load_config, to_dict
-from trictrac_jax.az.evaluation import wilson
+from trictrac_jax.az.evaluation import evaluation_fits, wilson
 from trictrac_jax.state import OBS_SIZE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ TINY = {
     "replay": {"capacity": 64, "min_size": 8},
     "training": {"iterations": 3, "updates_per_iteration": 2, "batch_size": 8,
                  "warmup_updates": 1},
-    "evaluation": {"every": 1, "games": 4, "opponents": ["random"]},
+    "evaluation": {"every": 1, "games": 4, "opponents": ["random"], "max_share": 1.0},
     "checkpoint": {"every": 1, "keep_last": 2},
     "logging": {"tensorboard": False},
 }
@@ -108,6 +108,9 @@ def four_devices(tmp_path_factory):
     ("evaluation.opponents=[greedy:0]", "evaluation.opponents"),
     ("evaluation.games=7", "evaluation.games"),
     ("evaluation.lookahead=515", "evaluation.lookahead"),
+    ("evaluation.opponents=[champion:two]", "evaluation.opponents"),
+    ("evaluation.rolls=true", "evaluation.rolls"),  # without a lookahead
+    ("evaluation.max_share=0", "evaluation.max_share"),
     ("replay.capacity=100", "replay.capacity"),  # less than one iteration of self-play
     ("logging.tensorboard=maybe", "logging.tensorboard"),
 ])
@@ -128,11 +131,22 @@ def test_shipped_configs_are_valid(path):
     assert load(path).run.dir  # validated on loading: a bad key raises
 
 
-def test_opponents_are_baselines_or_greedy_k():
+def test_opponents_are_baselines_greedy_k_or_champions():
     from trictrac_jax.az import config as C
-    opponents = ["greedy", "greedy:8", "random", "first"]
+    opponents = ["greedy", "greedy:8", "random", "first", "champion", "champion:1",
+                 "champion:2@rolls:32"]
     config = C.load_config(base={"evaluation": {"opponents": opponents}})
     assert config.evaluation.opponents == tuple(opponents)
+
+
+def test_an_opponent_that_is_not_shipped_is_named_and_nothing_written(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({**TINY, "run": {"dir": str(tmp_path / "run")},
+                                      "evaluation": {"opponents": ["champion:99"]}}))
+    assert az.main(["--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: evaluation.opponents: unknown champion 'champion:99'")
+    assert not (tmp_path / "run").exists()
 
 
 def test_one_evaluation_search_at_a_time():
@@ -191,6 +205,9 @@ def test_run_logs_metrics_and_checkpoints(run):
         killed[-1]["vs_random_hi"] <= 1
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["1", "2"]
     assert yaml.safe_load((run_dir / "config.yaml").read_text())["network"]["width"] == 16
+    # every row says what evaluating cost; the first, with the evaluator's compilation
+    assert all(r["eval_s"] > 0 for r in killed) and "compile_s" in killed[0]
+    assert not any("compile_s" in r for r in killed[1:])
 
 
 def test_resume_continues_from_the_last_checkpoint(run, capsys, caplog):
@@ -201,6 +218,16 @@ def test_resume_continues_from_the_last_checkpoint(run, capsys, caplog):
     assert err == "" and [r for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert f"resumed {run_dir / 'checkpoints' / '2'} (vs random " in out
     assert f"), {killed[1]['updates']} updates\n" in out
+    # compilation announced, the columns named once, then a closing summary
+    assert out.count("compiling self-play, the updates and the evaluation (about ") == 1
+    assert out.count("columns: it = iteration/iterations") == 1 and "ready = " in out
+    best = re.search(r"^best checkpoint: (.*)/(\d+) \(vs random (\d\.\d{3}) "
+                     r"\[(\d\.\d{3}), (\d\.\d{3})\] in 4 games", out, re.M)
+    assert best and best[1] == str(run_dir / "checkpoints"), out
+    assert float(best[4]) <= float(best[3]) <= float(best[5])
+    for command in ("python train/eval.py --checkpoint ", "python train/plot.py ",
+                    "python -m trictrac_jax.tools.play --opponent "):
+        assert f"  {command}{run_dir}" in out
     # the resumed iteration 3 replaces the killed one, its clock going on from iteration 2's
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     assert [r["iteration"] for r in records] == [1, 2, 3]
@@ -212,6 +239,58 @@ def test_resume_continues_from_the_last_checkpoint(run, capsys, caplog):
     config.write_text(yaml.safe_dump({"run": {"dir": str(run_dir)}}))
     assert az.main(["--config", str(config)]) == 2
     assert "run.dir" in capsys.readouterr().err
+
+
+def test_resuming_a_finished_run_says_so_and_writes_nothing(run, capsys):
+    run_dir, _ = run
+    before = snapshot(run_dir)
+    assert az.main(["--resume", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert f"{run_dir} is complete (iteration 3 of training.iterations = 3): nothing to " \
+           f"train. To train on: --resume {run_dir} --set training.iterations=N" in out
+    assert "best checkpoint: " in out and "compiling" not in out
+    assert snapshot(run_dir) == before
+
+
+def test_tensorboard_is_off_with_a_note_without_its_library(tmp_path, monkeypatch):
+    for module in ("tensorboardX", "torch", "torch.utils.tensorboard"):
+        monkeypatch.setitem(sys.modules, module, None)  # importing it fails
+    said = []
+    config = tiny_config(tmp_path, "logging.tensorboard=true")
+    assert az.tensorboard_writer(config, 0, said.append) is None
+    assert len(said) == 1 and "pip install tensorboardX" in said[0]
+    assert az.tensorboard_writer(tiny_config(tmp_path), 0, said.append) is None
+    assert len(said) == 1  # not asked for: nothing to say
+
+
+def test_a_gpu_sized_config_on_a_cpu_is_announced_with_its_duration():
+    warning = az.cpu_warning(load_config(ROOT / "configs" / "base.yaml"))
+    assert warning.startswith("warning: this config is sized for a GPU (131,072 self-play")
+    assert re.search(r"its 500 iterations would take about \d+ h", warning)
+    assert az.cpu_warning(load_config(ROOT / "configs" / "quick.yaml")) is None
+
+
+def test_an_evaluation_waits_until_it_fits_its_share():
+    """evaluation.max_share: spent + expected <= share x (elapsed + expected)."""
+    fits = lambda spent, elapsed, expected: evaluation_fits(spent, elapsed, expected, 0.1)
+    assert fits(0.0, 10.0, 1.0) and not fits(0.0, 8.0, 1.0)  # 1 <= 1.1; 1 > 0.9
+    assert not fits(30.0, 299.0, 0.0) and fits(30.0, 300.0, 0.0)  # the compilation first
+    assert evaluation_fits(50.0, 60.0, 5.0, 1.0)  # share 1: whenever due
+
+
+def test_evaluations_over_budget_are_skipped_and_never_best(run, tmp_path, monkeypatch):
+    """No evaluation fits its share: none until the last iteration, evaluated anyway so
+    that the run ranks a network; the checkpoints not evaluated score -1 and are never the
+    best."""
+    monkeypatch.setattr(az, "evaluation_fits", lambda *args: False)
+    config = tiny_config(tmp_path / "thrifty", "checkpoint.keep_last=3")
+    az.train(config, log=lambda line: None)
+    records = plot.load_records(tmp_path / "thrifty")
+    assert ["vs_random" in r for r in records] == [False, False, True]
+    directory = tmp_path / "thrifty" / "checkpoints"
+    assert [C.score(directory, s) for s in (1, 2)] == [-1.0, -1.0]
+    assert C.score(directory, 3) == records[2]["vs_random"]
+    assert az.best_checkpoint(tmp_path / "thrifty") == 3
 
 
 def test_resumed_tensorboard_drops_the_points_played_again(tmp_path, monkeypatch):
@@ -228,11 +307,11 @@ def test_resumed_tensorboard_drops_the_points_played_again(tmp_path, monkeypatch
 
 def test_same_seed_same_iteration(run):
     """Self-play and training are deterministic (the run's functions are already compiled)."""
-    config = tiny_config(run[0])
+    config = T.device_config(tiny_config(run[0]))
 
     def one_iteration():
         state = T.init_state(config, jax.random.PRNGKey(5))
-        actors, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(6))
+        actors, buffer = az.start_games(config, jax.random.PRNGKey(6))
         actors, buffer, _ = az.selfplay_step(config, state.params, actors, buffer,
                                              T.replicate(jax.random.PRNGKey(7)))
         state, _ = az.train_step(config, state, buffer, T.replicate(jax.random.PRNGKey(8)))
@@ -391,8 +470,11 @@ def test_resume_of_a_copy_with_a_damaged_latest_checkpoint(run, tmp_path):
                                f"(JSONDecodeError: ")
     assert lines[1].startswith(f"resumed {latest.parent / str(step - 1)} (vs random ")
     assert lines[2] == f"moved {latest} to {copy / 'skipped_checkpoints' / str(step)}"
-    assert [line.split(" | ")[0] for line in lines[3:]] == [f"it {i:>4}/{step + 1}"
+    assert lines[3].startswith("compiling self-play") and lines[4].startswith("compiled in ")
+    assert lines[5].startswith("columns: ")
+    assert [line.split(" | ")[0] for line in lines[6:8]] == [f"it {i:>4}/{step + 1}"
                                                              for i in (step, step + 1)]
+    assert lines[8].startswith("done: ") and lines[9].startswith("best checkpoint: ")
     assert not any(noise in proc.stdout + proc.stderr for noise in NOISE), proc.stderr
     assert snapshot(run_dir) == original
     records = [json.loads(line) for line in (copy / "metrics.jsonl").open()]
@@ -534,6 +616,7 @@ TWO_PROCESSES = textwrap.dedent("""
         shard = obs.addressable_shards[0].data.shape[0]
         seen["games"].append([len(obs.sharding.device_set), shard])
         return actors, buffer, stats
+    record_selfplay.lower = selfplay.lower  # compiled before the first iteration
     C.Checkpointer.save, az.selfplay_step = record_save, record_selfplay
     code = az.main(sys.argv[2:])
     print(json.dumps({"code": code, "process": jax.process_index(),
@@ -744,3 +827,70 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
     assert "network.blocks: " in capsys.readouterr().err
     assert az.main(["--config", str(wide), "--init-from", str(tmp_path / "none.msgpack")]) == 2
     assert "run.init_from: " in capsys.readouterr().err
+
+
+def gpu_run_script():
+    sys.modules.setdefault("az", az)  # train/gpu_run.py's `import az`: this module's
+    return script("gpu_run")
+
+
+def test_gpu_run_ends_on_its_clock_and_brings_back_its_best_network(run, tmp_path):
+    """train/gpu_run.py on the CPU with a tiny --minutes: the clock ends the run (its first
+    iteration is its last), and OUT holds the best network (the best checkpoint's), the
+    metrics and the report, each file under 16 MB. A run killed after its first network
+    leaves that network whole."""
+    gpu_run = gpu_run_script()
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(to_dict(tiny_config(tmp_path / "unused"))))
+    out = tmp_path / "gpu"
+    assert gpu_run.main(["--minutes", "0.01", "--config", str(config), "--out",
+                         str(out)]) == 0
+    records = plot.load_records(out)
+    assert [r["iteration"] for r in records] == [1]  # of 3: the clock ended it
+    params, _, provenance = champion.load(out / "network.msgpack")
+    best, _ = players.load_network(str(out))
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(params),
+                                                    jax.tree.leaves(best)))
+    assert provenance["iteration"] == 1 and provenance["evaluation"].endswith("in 4 games")
+    report = (out / "report.md").read_text()
+    assert "Status: finished." in report
+    assert "**network.msgpack** is iteration 1 (" in report and "against random " in report
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert {"network.msgpack", "metrics.jsonl", "report.md"} <= {p.name for p in files}
+    assert all(p.stat().st_size < 16 * 2**20 for p in files)
+
+    def kill_at_2(line):
+        if line.startswith("it    2/"):
+            raise Killed
+    killed = tmp_path / "killed"
+    args = gpu_run.parse_args(["--minutes", "1", "--config", str(config), "--out",
+                               str(killed)])
+    with pytest.raises(Killed):
+        gpu_run.run(args, "test", log=kill_at_2)
+    assert champion.load(killed / "network.msgpack")[2]["iteration"] == 1
+    assert "Status: running (written at iteration 1)." in (killed / "report.md").read_text()
+
+
+def test_the_gpu_runs_watchdog_stops_a_run_past_its_time():
+    import threading
+    gpu_run = gpu_run_script()
+    stopped, calm = threading.Event(), threading.Event()
+    gpu_run.Watchdog(stopped.set).arm(0.01)
+    assert stopped.wait(10)
+    dog = gpu_run.Watchdog(calm.set)
+    dog.arm(0.2)
+    dog.disarm()
+    assert not calm.wait(0.5)
+
+
+def test_gpu_run_carries_champion_2_on_with_its_recipe(tmp_path):
+    gpu_run = gpu_run_script()
+    args = gpu_run.parse_args(["--minutes", "8", "--init-from", "champion:2", "--out",
+                               str(tmp_path / "c3")])
+    config, made_by = gpu_run.run_config(args)
+    assert made_by[0].endswith("quick.yaml")  # on a CPU: quick.yaml's sizes
+    assert (config.network.width, config.network.blocks) == (128, 4)  # champion 2's
+    assert config.search.algorithm == "lookahead" and config.replay.bootstrap == 0.8
+    ev = config.evaluation
+    assert ev.opponents == ("champion:2",) and ev.lookahead == 32 and ev.rolls
+    assert config.run.init_from == "champion:2" and not config.logging.tensorboard

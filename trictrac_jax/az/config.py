@@ -55,10 +55,17 @@ def _positive_numbers(v):
     return f"must be positive numbers, got {bad}" if bad else None
 
 
-def baseline_specs(v):
-    """Check: every entry names a baseline agent."""
-    bad = [o for o in v if not _is_baseline(o)]
-    return f"unknown opponents {bad}; choose from {list(BASELINES)} or greedy:K" if bad else None
+def _is_champion(spec) -> bool:
+    """'champion' or 'champion:N', with an optional '@PLAY' (read when the agent loads)."""
+    name = spec.partition("@")[0] if isinstance(spec, str) else ""
+    return name == "champion" or (name.startswith("champion:") and name[9:].isdigit())
+
+
+def opponent_specs(v):
+    """Check: every entry names a baseline agent or a shipped champion."""
+    bad = [o for o in v if not (_is_baseline(o) or _is_champion(o))]
+    return (f"unknown opponents {bad}; choose from {list(BASELINES)}, greedy:K, champion or "
+            f"champion:N (with @PLAY)") if bad else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -194,11 +201,19 @@ class TrainingConfig(Section):
 
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig(Section):
-    every: int = setting(10, at_least(1))  # iterations
+    every: int = setting(10, at_least(1))  # iterations between evaluations, at the most
     games: int = setting(256, at_least(2))  # per opponent, half in each seat
-    opponents: tuple[str, ...] = setting(("random",), baseline_specs)
+    # The first ranks the checkpoints (the best is kept); a shipped champion plays as its
+    # '@PLAY' says, else as the run's network does here.
+    opponents: tuple[str, ...] = setting(("random",), opponent_specs)
     num_simulations: int = setting(0, at_least(0))  # 0: greedy on the policy network
     lookahead: int = setting(0, in_range(0, NUM_ACTIONS))  # > 0: 1-ply over the top K
+    rolls: bool = setting(False)  # the lookahead values each move over the 36 rolls after it
+    # The most of the run's wall clock that evaluating may take, the evaluators' compilation
+    # included: an evaluation due every `every` iterations waits until it fits
+    # (docs/training.md, "The evaluation's share"). train/az.py's: train/ppo.py evaluates
+    # every `every` iterations.
+    max_share: float = setting(0.1, in_range(0.01, 1.0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,6 +258,9 @@ class Config(Section):
         if self.evaluation.num_simulations and self.evaluation.lookahead:
             raise ConfigError("evaluation.lookahead: must be 0 when evaluation.num_simulations "
                               "> 0 (one search at a time)")
+        if self.evaluation.rolls and not self.evaluation.lookahead:
+            raise ConfigError("evaluation.rolls: values the lookahead's moves over the rolls; "
+                              "needs evaluation.lookahead > 0")
         if self.evaluation.games % 2:
             raise ConfigError(f"evaluation.games: must be even (both seats played equally), "
                               f"got {self.evaluation.games}")

@@ -1,8 +1,9 @@
-"""Matches between agents, both seats played equally, and the Wilson confidence interval."""
+"""Matches between agents, both seats played equally, the Wilson confidence interval, and
+the rule that keeps a training run's evaluations within a share of its wall clock."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -77,3 +78,25 @@ def summarise(outcomes) -> MatchResult:
     outcomes = jax.device_get(outcomes)
     return MatchResult(wins=int((outcomes > 0).sum()), losses=int((outcomes < 0).sum()),
                        draws=int((outcomes == 0).sum()), games=int(outcomes.size))
+
+
+class Match(NamedTuple):
+    """A jitted match `(params, key) -> int32[games]` (`play_match` of a network against an
+    opponent), its inputs put on the devices by `place` before each call."""
+
+    program: Callable  # jax.jit of (params, key) -> outcomes
+    place: Callable  # (params, key) -> (params, key) on the devices
+
+    def __call__(self, params, key):
+        return self.program(*self.place((params, key)))
+
+    def compile(self, params, key):
+        """Compile the match for inputs shaped like these now: a call then only runs it."""
+        self.program.lower(*self.place((params, key))).compile()
+
+
+def evaluation_fits(spent_s: float, elapsed_s: float, expected_s: float, share: float) -> bool:
+    """Whether an evaluation expected to take `expected_s` seconds keeps the run's evaluating
+    (`spent_s` seconds so far) within `share` of its wall clock (`elapsed_s` so far, plus
+    the evaluation's)."""
+    return spent_s + expected_s <= share * (elapsed_s + expected_s)

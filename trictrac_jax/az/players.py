@@ -16,7 +16,7 @@ from trictrac_jax.az import ppo
 from trictrac_jax.az import search as S
 from trictrac_jax.az import training
 from trictrac_jax.az.config import Config
-from trictrac_jax.az.evaluation import play_match
+from trictrac_jax.az.evaluation import Match, play_match
 from trictrac_jax.az.model import model_from_config
 from trictrac_jax.env import Trictrac
 from trictrac_jax.lanes import batch_rule
@@ -135,17 +135,22 @@ def checkpoint_agent(params, config: Config, play: Play = Play()):
     return batched(lambda key, states: search(key, states).action)
 
 
-@functools.lru_cache(maxsize=16)
 def evaluator(config: Config, opponent: str, games: int, play: Play = Play(),
               opponent_play: Play | None = None):
-    """Jitted `(params, key) -> int32[games]` outcomes of a network of the run `config`
-    playing as `play` against `opponent`, a `load_agent` spec (a network opponent plays as
-    its spec's `@PLAY` says, else as `opponent_play`, by default `play`); compiled once per
-    config, spec and plays."""
-    other = load_agent(opponent, play if opponent_play is None else opponent_play)
+    """A jitted `Match`, `(params, key) -> int32[games]`: the outcomes of a network of the run
+    `config` playing as `play` against `opponent`, a `load_agent` spec (a network opponent
+    plays as its spec's `@PLAY` says, else as `opponent_play`, by default `play`); compiled
+    once per spec, plays and the config's network, search and games (runs that differ in
+    their directory or evaluation settings share it)."""
+    return _evaluator(training.device_config(config), opponent, games, play,
+                      play if opponent_play is None else opponent_play)
+
+
+@functools.lru_cache(maxsize=16)
+def _evaluator(config: Config, opponent: str, games: int, play: Play, opponent_play: Play):
+    other = load_agent(opponent, opponent_play)
     env = Trictrac(max_steps=config.env.max_steps)
 
     def evaluate(params, key):
         return play_match(env, checkpoint_agent(params, config, play), other, key, games)
-    match = jax.jit(evaluate)
-    return lambda params, key: match(*training.replicate((params, key)))
+    return Match(jax.jit(evaluate), training.replicate)

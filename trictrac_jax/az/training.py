@@ -125,6 +125,17 @@ def loss_fn(net: N.PolicyValueNet, value_weight: float, params: Params, steps: S
                   "policy_kl": policy_loss - entropy}
 
 
+def device_config(config: Config) -> Config:
+    """`config` with what the device functions do not read (the run's directory and seed,
+    the evaluation, checkpoints, logging, the wall-clock budget) at its defaults: the static
+    argument of the jitted functions, so that runs that differ only there share them."""
+    return config.replace(run=config_lib.RunConfig(),
+                          evaluation=config_lib.EvaluationConfig(),
+                          checkpoint=config_lib.CheckpointConfig(),
+                          logging=config_lib.LoggingConfig(),
+                          training=config.training.replace(max_minutes=0.0))
+
+
 # --- the training state ------------------------------------------------------------------
 
 def new_state(config: Config, key) -> TrainState:
