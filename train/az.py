@@ -548,4 +548,5 @@ def exit_code(run) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())

@@ -266,4 +266,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
     sys.exit(main())
