@@ -77,15 +77,22 @@ def prefix_sum(values, axis: int = 0):
     return jnp.moveaxis(summed, 0, axis)
 
 
-def any_each(masks, apart=lambda bits: bits):
+def reduce_first(operand, op, init, dtype=None):
+    """`operand` [N, *lanes] reduced along N by the associative `op` from `init`, in `dtype`
+    (default: its own)."""
+    dtype = jnp.dtype(dtype or operand.dtype)
+    return jax.lax.reduce(operand.astype(dtype), dtype.type(init), op, (0,))
+
+
+def any_each(masks, reduce=reduce_first):
     """For each of up to 32 masks [N, *lanes] (bool or 0/1 integers), whether any of its N
     entries is set: bool[*lanes] each, from one pass over N (mask k is bit k of an
-    unsigned integer, OR-reduced) where separate reductions would each read N again.
-    `apart(bits)` is what the reduction reads (`lanes.reduced_apart`)."""
+    unsigned integer, OR-reduced by `reduce`, as `reduce_first`) where separate reductions
+    would each read N again."""
     dtype = next(t for t in (jnp.uint8, jnp.uint16, jnp.uint32)
                  if len(masks) <= 8 * jnp.dtype(t).itemsize)
-    bits = apart(sum(m.astype(dtype) << dtype(k) for k, m in enumerate(masks)))
-    found = jax.lax.reduce(bits, dtype(0), jax.lax.bitwise_or, (0,))
+    bits = sum(m.astype(dtype) << dtype(k) for k, m in enumerate(masks))
+    found = reduce(bits, jax.lax.bitwise_or, 0)
     return [(found >> dtype(k)) & 1 != 0 for k in range(len(masks))]
 
 

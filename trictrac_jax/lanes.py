@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 from jax.extend.core import jaxpr_as_fun
 
-from trictrac_jax.arrays import spread
+from trictrac_jax.arrays import reduce_first, spread
 
 
 # On CPU, larger batches run this many games at a time: at 4096 games and more, one pass
@@ -60,7 +60,7 @@ class Lowering(NamedTuple):
     chunked: bool  # batches of several `CPU_CHUNK` games run chunk by chunk
     join_by_select: bool  # `append`: a pad and a select (else a concatenation)
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
-    reduce_apart: bool  # `reduced_apart`: an optimisation barrier (else nothing)
+    reduce_apart: bool  # `reduce_candidates`: apart from its operand, in two stages
     games_last: bool  # `game_minor`: games moved to the last axis (else a plain vmap)
     # `worths.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
@@ -279,19 +279,34 @@ def lookup(table, index):
     return jnp.sum(jnp.where(hit, table, 0), axis=0, dtype=table.dtype)
 
 
-def reduced_apart(operand):
-    """`operand` of a reduction over the candidates, computed apart from it under the GPU
-    lowering (an optimisation barrier); unchanged on CPU.
+# `reduce_candidates` under the GPU lowering: the candidates of a game in this many groups.
+CANDIDATE_GROUPS = 8
 
-    XLA's GPU backend fuses a column reduction (candidates as rows, games as the minor axis)
-    with everything that computes its operand, and runs it in blocks of 1,024 threads,
-    which leaves each thread at most 64 registers: ptxas spills the candidate rules' live
-    values to local memory (traffic no HLO shape shows), and with games / 128 blocks a
-    small batch runs that whole computation on a few multiprocessors. Apart, the operand is
-    an elementwise kernel over every (candidate, game) and the reduction reads it back."""
+
+def reduce_candidates(operand, op, init, dtype=None):
+    """`operand` [N, *lanes] reduced over its candidates (N) by the associative `op` from
+    `init`, in `dtype` (`arrays.reduce_first`). On CPU a plain reduction.
+
+    Under the GPU lowering apart from what computes `operand`, and in two stages. XLA's GPU
+    backend fuses a column reduction (candidates as rows, games as the minor axis) with
+    everything that computes its operand and runs it in blocks of 1,024 threads, which
+    leaves each thread at most 64 registers: ptxas spills the candidate rules' live values
+    to local memory (traffic no HLO shape shows). And it gives such a reduction one block
+    per 128 games: 8 of the H100's 132 multiprocessors at 1,024 games. So the operand is an
+    elementwise kernel of its own (an optimisation barrier), reduced first within
+    `CANDIDATE_GROUPS` groups of candidates (games x groups / 128 blocks; a group's sum in
+    the operand's dtype: a group of 64 0/1 counts fits a byte), then across the groups.
+    """
     if not lowering().reduce_apart:
-        return operand
-    return jax.lax.optimization_barrier(operand)
+        return reduce_first(operand, op, init, dtype)
+    n = operand.shape[0]
+    groups = CANDIDATE_GROUPS if n % CANDIDATE_GROUPS == 0 else 1
+    grouped = jax.lax.optimization_barrier(operand)
+    grouped = grouped.reshape((groups, n // groups) + operand.shape[1:])
+    # the barrier keeps XLA from merging the two stages back into one reduction
+    partial = jax.lax.optimization_barrier(
+        jax.lax.reduce(grouped, operand.dtype.type(init), op, (1,)))
+    return reduce_first(partial, op, init, dtype)
 
 
 def game_minor(fn):

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -53,7 +54,7 @@ from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax.board import LAST_QUARTER, NO_FIELD, NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
 from trictrac_jax.lanes import (append, game_minor, lookup, materialised, materialising,
-                                reduced_apart)
+                                reduce_candidates)
 from trictrac_jax.state import NUM_ACTIONS
 
 NUM_PASSES, NUM_FIRST = 2, 15
@@ -667,7 +668,7 @@ def _list_flags(c: Candidates, single, first_pass, fills, no_excess) -> ListFlag
     return ListFlags(*A.any_each([
         possible & full, possible & first_pass, fills & full,
         fills & single & first_pass, fills & single,
-        no_excess & member(fills & full, c), no_excess], apart=reduced_apart))
+        no_excess & member(fills & full, c), no_excess], reduce=reduce_candidates))
 
 
 @materialised
@@ -753,10 +754,10 @@ def _last_pass(c: Candidates, ok, filling, single, first_pass, probes) -> LastPa
     masks = [ok & full, ok & first_pass, ok & single]
     for q in asked.in_legal:
         masks += _cases(ok, q, full, single, first_pass)
-    flags = A.any_each(masks + list(asked.any), apart=reduced_apart)
+    flags = A.any_each(masks + list(asked.any), reduce=reduce_candidates)
     in_legal = [flags[k:k + 3] for k in range(3, len(masks), 3)]
     count = (None if asked.count is None else
-             jnp.sum(reduced_apart(asked.count), axis=0, dtype=jnp.int32))
+             reduce_candidates(asked.count, jax.lax.add, 0, jnp.int32))
     return LastPass(*flags[:3], in_legal, flags[len(masks):], count)
 
 
