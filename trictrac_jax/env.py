@@ -43,7 +43,7 @@ from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax import scoring
 from trictrac_jax.arrays import select_tree
-from trictrac_jax.lanes import cpu_chunked
+from trictrac_jax.lowering import cpu_chunked
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
                                 TS_ROLL_DICE, State)
@@ -142,7 +142,7 @@ def step(state: State, action, key, max_steps: int | None = DEFAULT_MAX_STEPS) -
 
 @functools.partial(cpu_chunked, static_argnames=("max_steps",))
 def _decide_and_roll(state: State, action, key, max_steps: int | None) -> State:
-    """`step`; batches of several CPU chunks run chunk by chunk (lanes.py)."""
+    """`step`; batches of several CPU chunks run chunk by chunk (lowering.py)."""
     after = _deterministic(state, action, max_steps, observed=False)
     rolled = _chance(after, sample_outcome(key), max_steps, observed=False)
     # observed once, on the final state, rather than after each half

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.arrays import prefix_sum
-from trictrac_jax.lanes import lowering
+from trictrac_jax import lowering
 
 
 def candidate_worths(states, actions, valid, worth):
@@ -26,7 +26,7 @@ def candidate_worths(states, actions, valid, worth):
     batch, in order of game then slot, form one flat list scored a pass at a time while any
     remain: the work follows their number, not B x K."""
     batch, width = actions.shape
-    settings = lowering()
+    settings = lowering.current()
     if width <= settings.every_pair_up_to:
         per_pass = min(batch * width, settings.candidates_per_pass)
         return _every_pair_worths(states, actions, valid, worth, per_pass)

@@ -44,7 +44,7 @@ Conventions, as gymnax 1.0's `Environment`:
   "returned_episode_returns" and "returned_episode_lengths" are those of the last finished
   one, "returned_episode_valid" once there is one.
 
-Opponents are agents `(key, state) -> action` (`agents`, `players.load_agent`), or an
+Opponents are agents `(key, state) -> action` (`agents`, `network_agents.load_agent`), or an
 `Opponent` whose action may depend on parameters passed in `EnvParams.opponent`: the
 networks of a pool that changes during training, say, without compiling `step` again.
 """

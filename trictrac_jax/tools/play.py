@@ -165,14 +165,14 @@ The rules, for players: {RULES}"""
 # ---------------------------------------------------------------------------------------------
 
 def load_opponent(spec: str, lookahead: int, rolls: bool | None = None) -> Agent:
-    """A baseline by name (engine only), else `players.load_agent` (the champion or a
+    """A baseline by name (engine only), else `network_agents.load_agent` (the champion or a
     checkpoint: the training extra), its lookahead over the rolls unless `rolls` is False
     (None: whenever `lookahead` > 0)."""
     agent = agents.baseline(spec)
     if agent is None:
-        from trictrac_jax.az import players  # a checkpoint needs the training stack
+        from trictrac_jax.az import network_agents  # a checkpoint needs the training stack
         rolls = lookahead > 0 if rolls is None else rolls
-        agent = players.load_agent(spec, players.Play(lookahead=lookahead, rolls=rolls))
+        agent = network_agents.load_agent(spec, network_agents.Play(lookahead=lookahead, rolls=rolls))
     return agent
 
 

@@ -67,10 +67,10 @@ class Hinter:
     call a position."""
 
     def __init__(self, spec: str = "champion", top_k: int = LOOKAHEAD):
-        from trictrac_jax.az import players, search  # the training extra
+        from trictrac_jax.az import network_agents, search  # the training extra
         from trictrac_jax.az.model import model_from_config, rolled_worth
         from trictrac_jax.worths import candidate_worths
-        params, config = players.load_network(spec)
+        params, config = network_agents.load_network(spec)
         model = model_from_config(config)
         # a `points` value is the score margin still to come / margin_scale
         self.points_per_unit = model.margin_scale if model.value_target == "points" else None
