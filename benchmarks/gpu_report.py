@@ -387,7 +387,7 @@ def model_section(rows) -> list[str]:
 def searched(config: C.Config) -> str:
     s = config.search
     return (f"{config.selfplay.batch_size:,} games, {s.num_simulations} simulations, "
-            f"{s.algorithm}, {s.max_actions} action slots")
+            f"{s.algorithm}, {s.max_actions} action columns")
 
 
 def iterated(config: C.Config) -> str:

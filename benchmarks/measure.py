@@ -105,7 +105,7 @@ def game_lengths(env, games, key):
         states, lengths, t, key = carry
         key, k_step = jax.random.split(key)
         states = _random_step(env, states, k_step)
-        ended = (lengths == 0) & (states.terminated | states.truncated)
+        ended = (lengths == 0) & (states.terminated | states.truncated)  # pgx states too
         return states, jnp.where(ended, t + 1, lengths), t + 1, key
 
     k_init, key = jax.random.split(key)

@@ -34,6 +34,7 @@ from trictrac_jax.az import network as N
 from trictrac_jax.az import search as S
 from trictrac_jax.az.model import model_from_config
 from trictrac_jax.agents import random_agent
+from trictrac_jax.env import has_choice
 from benchmarks.bench_gpu import trivial_search
 
 
@@ -73,7 +74,7 @@ def champion_positions(key, games: int):
         start = jax.vmap(model.env.init)(jax.random.split(key, n))
         return jax.lax.scan(body, start, jax.random.split(key, 40))[1]
     seen = jax.tree.map(lambda x: x[::5].reshape((-1,) + x.shape[2:]), jax.jit(play)(key))
-    live = np.asarray(~(seen.terminated | seen.truncated) & (seen.legal_action_mask.sum(-1) > 1))
+    live = np.asarray(has_choice(seen))
     return jax.tree.map(lambda x: x[live], seen), model, params, config
 
 

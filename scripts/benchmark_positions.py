@@ -101,7 +101,7 @@ def play_games(source, games: int, key, chunk: int = 25):
 
     k_init, key = jax.random.split(key)
     states, seen = jax.vmap(env.init)(jax.random.split(k_init, games)), []
-    while not bool(jnp.all(states.terminated | states.truncated)):
+    while not bool(jnp.all(states.done)):
         key, k = jax.random.split(key)
         states, stacked = run(states, k)
         seen += [jax.tree.map(lambda x: x[t], stacked) for t in range(chunk)]
@@ -110,7 +110,7 @@ def play_games(source, games: int, key, chunk: int = 25):
 
 def candidates(source, seen: list, colour_a):
     """The decisions of the games `seen` with a choice to make, as dicts (no values yet)."""
-    length = sum(~np.asarray(s.terminated | s.truncated) for s in seen)
+    length = sum(~np.asarray(s.done) for s in seen)
     out = []
     for t, s in enumerate(seen[1:], start=1):  # decision 0: White's opening roll
         for g in np.flatnonzero(np.asarray(has_choice(s))):

@@ -48,7 +48,7 @@ def rolls(seed: int, count: int):
                                              roll.listed)]
         yield Roll(index, state, roll.state, N.roll_report(state, roll), jans)
         state = k.decide(roll.state, int(agent(agent_key, roll.state)))
-        if bool(state.terminated | state.truncated):
+        if bool(state.done):
             return
 
 

@@ -154,8 +154,8 @@ def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
     candidates in passes): the choices of one state at a time."""
     batch, count = mixed_batch(positions, 24)
     top_k = 16
-    assert np.minimum(count[:24], top_k).sum() > lowering.LOWERINGS["cpu"].candidates_per_game * len(
-        count)
+    per_game = lowering.LOWERINGS["cpu"].candidates_per_game
+    assert np.minimum(count[:24], top_k).sum() > per_game * len(count)
     spec = f"champion@{'rolls' if rolls else 'lookahead'}:{top_k}"
     assert_batch_plays_as_each_state(load_agent(spec), batch)
 
@@ -163,7 +163,7 @@ def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
 def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
     """The champion's worths of its 16 likeliest moves over the rolls are the same under the
     CPU lowering (the valid candidates, in passes while any remain) and the GPU lowering
-    (every (game, slot) pair in a fixed number of passes, the last padded), on live games,
+    (every (game, column) pair in a fixed number of passes, the last padded), on live games,
     finished games and forced moves. (Greedy's every action keeps the CPU's form, in
     larger passes on the GPU: the greedy tests above split it across passes.)"""
     batch, count = mixed_batch(positions, 12)
@@ -181,7 +181,7 @@ def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
         return np.asarray(jax.jit(lookahead_worths)(params, batch))
 
     cpu = run("cpu")
-    # 128 pairs a pass: the 20 games x 16 slots in 3 passes, the last padded
+    # 128 pairs a pass: the 20 games x 16 columns in 3 passes, the last padded
     monkeypatch.setitem(lowering.LOWERINGS, "gpu",
                         lowering.LOWERINGS["gpu"]._replace(candidates_per_pass=128))
     gpu = run("gpu")

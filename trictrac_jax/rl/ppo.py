@@ -349,8 +349,8 @@ def updates(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, actor
 def enter_pool(state: PPOState, every: int) -> PPOState:
     """Every `every` updates, the current network replaces the pool's oldest entry."""
     due = state.updates % every == 0
-    slot = state.pool_entries % jax.tree.leaves(state.pool)[0].shape[0]
-    pool = jax.tree.map(lambda pool, p: pool.at[slot].set(jnp.where(due, p, pool[slot])),
+    entry = state.pool_entries % jax.tree.leaves(state.pool)[0].shape[0]
+    pool = jax.tree.map(lambda pool, p: pool.at[entry].set(jnp.where(due, p, pool[entry])),
                         state.pool, state.train.params)
     return state.replace(pool=pool, pool_entries=state.pool_entries + due)
 

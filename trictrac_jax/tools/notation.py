@@ -217,7 +217,7 @@ def decision_report(before: State, after: State, action: int) -> list[str]:
     if marked:
         lines += [f"{other} marks {marked} points.{holes_won(before, after, 1 - mover)}",
                   score_line(after)]
-    if int(after.current_player) == mover and not bool(after.terminated | after.truncated):
+    if int(after.current_player) == mover and not bool(after.done):
         lines.append(f"{me} bore off all his checkers: new setting, {me} rolls again.")
     return lines
 
