@@ -79,8 +79,9 @@ def main(argv=None):
             match = bots_match(args.checkpoint, args.opponent, args.games, play)
         else:
             params, config = network_agents.load_network(name)
-            evaluate = network_agents.evaluator(config, args.opponent, args.games, own or play, play)
-            match = lambda key: evaluate(params, key)
+            network_match = network_agents.evaluator(config, args.opponent, args.games,
+                                                     own or play, play)
+            match = lambda key: network_match(params, key)
     except (CheckpointError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

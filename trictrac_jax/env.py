@@ -328,9 +328,8 @@ def observe(state: State, player=None):
 
 # --- the class: pgx's Env interface over the functions, each called compiled ---------------
 
-# The functions compiled, one program per `max_steps` (static): what the class's methods call.
-# On one state outside a `jit`, one compiled call rather than hundreds of dispatched
-# operations; inside a user's `jit` or `vmap`, traced as part of it.
+# The functions compiled, one program per `max_steps` (static): what the class's methods
+# call (see the module).
 init_jit = jax.jit(init)
 step_jit = jax.jit(step, static_argnames="max_steps")
 step_deterministic_jit = jax.jit(step_deterministic, static_argnames="max_steps")

@@ -154,6 +154,6 @@ def _evaluator(config: Config, opponent: str, games: int, play: Play, opponent_p
     other = load_agent(opponent, opponent_play)
     env = Trictrac(max_steps=config.env.max_steps)
 
-    def evaluate(params, key):
+    def outcomes(params, key):
         return play_match(env, checkpoint_agent(params, config, play), other, key, games)
-    return Match(jax.jit(evaluate), training.replicate)
+    return Match(jax.jit(outcomes), training.replicate)

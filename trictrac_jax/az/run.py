@@ -57,7 +57,7 @@ class RunKind(NamedTuple):
     updates: Callable[[Any], int]  # a state's optimiser updates, as `resume` reports them
 
 
-AZ = RunKind(config_lib.load_config, T.saved_config, T.restore_state, lambda s: int(s.step))
+AZ_RUN = RunKind(config_lib.load_config, T.saved_config, T.restore_state, lambda s: int(s.step))
 
 
 class Resumed(NamedTuple):
@@ -70,7 +70,7 @@ class Resumed(NamedTuple):
     eval_s: float = 0.0  # of it evaluating, from those lines
 
 
-def new_config(args, kind: RunKind = AZ, overrides=()):
+def new_config(args, kind: RunKind = AZ_RUN, overrides=()):
     """The config of a new run: --config, then --set and `overrides`. Refuses a run.dir that
     holds checkpoints already (a run to resume)."""
     if args.config is None:
@@ -83,7 +83,7 @@ def new_config(args, kind: RunKind = AZ, overrides=()):
     return config
 
 
-def resume(args, log, kind: RunKind = AZ) -> tuple[Any, Resumed]:
+def resume(args, log, kind: RunKind = AZ_RUN) -> tuple[Any, Resumed]:
     """The config and state of the run to resume (--resume RUN_DIR, or --config's run.dir),
     from its newest intact checkpoint. Writes nothing: a resume that fails leaves the run as
     it was."""
@@ -102,7 +102,7 @@ def resume(args, log, kind: RunKind = AZ) -> tuple[Any, Resumed]:
     return config, Resumed(state, step, lines, elapsed, evaluation_seconds(lines))
 
 
-def resumed_config(saved, overrides, run_dir: pathlib.Path, kind: RunKind = AZ):
+def resumed_config(saved, overrides, run_dir: pathlib.Path, kind: RunKind = AZ_RUN):
     """The saved config updated by --set, its run.dir `run_dir`: a run continues where it is
     resumed, whatever run.dir it was saved with (a copied run writes into the copy)."""
     base = saved.replace(run=saved.run.replace(dir=str(run_dir)))
