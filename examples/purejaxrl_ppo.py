@@ -16,13 +16,9 @@ from __future__ import annotations
 
 import argparse
 import ast
-import pathlib
-import sys
 from typing import Any, NamedTuple
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
-
-from trictrac_jax import devices  # noqa: E402
+from trictrac_jax import devices
 
 devices.choose_platform()  # before JAX starts, which importing gymnax does (devices.py)
 

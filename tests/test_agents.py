@@ -1,5 +1,6 @@
 """Baseline agents: legal, jit/vmap-able; the greedy agent prefers the better score, over
-every legal action; `players.load_agent` specs and errors; `agents` imports the engine only."""
+every legal action; `network_agents.load_agent` specs and errors; `agents` imports the engine
+only."""
 import subprocess
 import sys
 
@@ -9,12 +10,13 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import lanes
+from trictrac_jax import lowering
 from trictrac_jax.agents import first_agent, greedy_agent, greedy_worth, random_agent
 from trictrac_jax.az import search as S
 from trictrac_jax.az.checkpoint import CheckpointError
 from trictrac_jax.az.model import model_from_config, rolled_worth
-from trictrac_jax.az.players import Play, checkpoint_agent, load_agent, load_network, split_spec
+from trictrac_jax.az.network_agents import (Play, checkpoint_agent, load_agent, load_network,
+                                            split_spec)
 from trictrac_jax.env import has_choice
 from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO
 from trictrac_jax.worths import candidate_worths
@@ -139,7 +141,7 @@ def test_greedy_of_a_batch_is_greedy_of_each_state(positions):
     included, as one state at a time, for live games split across passes, finished games
     and forced moves; and greedy:K with K covering every legal action is the full greedy."""
     batch, count = mixed_batch(positions, 40)
-    assert count[:40].sum() > lanes.LOWERINGS["cpu"].candidates_per_pass
+    assert count[:40].sum() > lowering.LOWERINGS["cpu"].candidates_per_pass
     full = assert_batch_plays_as_each_state(greedy_agent, batch)
     covering = jax.jit(jax.vmap(load_agent(f"greedy:{count.max()}")))(
         jax.random.split(jax.random.PRNGKey(0), len(count)), batch)
@@ -152,8 +154,8 @@ def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
     candidates in passes): the choices of one state at a time."""
     batch, count = mixed_batch(positions, 24)
     top_k = 16
-    assert np.minimum(count[:24], top_k).sum() > lanes.LOWERINGS["cpu"].candidates_per_game * len(
-        count)
+    per_game = lowering.LOWERINGS["cpu"].candidates_per_game
+    assert np.minimum(count[:24], top_k).sum() > per_game * len(count)
     spec = f"champion@{'rolls' if rolls else 'lookahead'}:{top_k}"
     assert_batch_plays_as_each_state(load_agent(spec), batch)
 
@@ -161,7 +163,7 @@ def test_lookahead_of_a_batch_is_lookahead_of_each_state(positions, rolls):
 def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
     """The champion's worths of its 16 likeliest moves over the rolls are the same under the
     CPU lowering (the valid candidates, in passes while any remain) and the GPU lowering
-    (every (game, slot) pair in a fixed number of passes, the last padded), on live games,
+    (every (game, column) pair in a fixed number of passes, the last padded), on live games,
     finished games and forced moves. (Greedy's every action keeps the CPU's form, in
     larger passes on the GPU: the greedy tests above split it across passes.)"""
     batch, count = mixed_batch(positions, 12)
@@ -174,14 +176,14 @@ def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
                                 lambda s, a: rolled_worth(model, params, a, s))
 
     def run(lowering: str):  # traced anew under `lowering`
-        monkeypatch.setenv(lanes.LOWERING_VARIABLE, lowering)
+        monkeypatch.setenv(lowering.LOWERING_VARIABLE, lowering)
         jax.clear_caches()  # the env's methods are jitted: no trace of the other lowering
         return np.asarray(jax.jit(lookahead_worths)(params, batch))
 
     cpu = run("cpu")
-    # 128 pairs a pass: the 20 games x 16 slots in 3 passes, the last padded
-    monkeypatch.setitem(lanes.LOWERINGS, "gpu",
-                        lanes.LOWERINGS["gpu"]._replace(candidates_per_pass=128))
+    # 128 pairs a pass: the 20 games x 16 columns in 3 passes, the last padded
+    monkeypatch.setitem(lowering.LOWERINGS, "gpu",
+                        lowering.LOWERINGS["gpu"]._replace(candidates_per_pass=128))
     gpu = run("gpu")
     jax.clear_caches()
     assert np.isfinite(cpu).sum() > 128 and not np.isfinite(cpu[-8:]).any()
@@ -195,7 +197,7 @@ def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
 def test_agents_import_the_engine_only():
     code = ("import sys, trictrac_jax.agents; "
             "print(sorted(m for m in ('trictrac_jax.az.training', 'trictrac_jax.az.search', "
-            "'trictrac_jax.az.players', 'trictrac_jax.az.network', 'mctx', 'optax', "
+            "'trictrac_jax.az.network_agents', 'trictrac_jax.az.network', 'mctx', 'optax', "
             "'orbax.checkpoint') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
@@ -231,7 +233,7 @@ def test_agent_specs_say_how_a_network_plays():
     assert split_spec("champion") == ("champion", None)
     assert split_spec("champion:1@rolls:32") == ("champion:1", Play(lookahead=32, rolls=True))
     assert split_spec("runs/a/checkpoints/5@search:64") == (
-        "runs/a/checkpoints/5", Play(simulations=64, algorithm="stochastic", slots=32))
+        "runs/a/checkpoints/5", Play(simulations=64, algorithm="stochastic", max_actions=32))
     assert split_spec("x.msgpack@lookahead:8") == ("x.msgpack", Play(lookahead=8))
     assert split_spec("champion@policy") == ("champion", Play())
     for bad in ("policy:3", "rolls", "rolls:0", "search:x", "search:-2", "think:4", ""):

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from trictrac_jax.tools import bench, bench_gpu
+from benchmarks import bench, bench_gpu
 
 
 def test_bench_writes_the_throughput_table(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("mctx", reason="needs the train extra")
 
-from trictrac_jax.az import champion, players  # noqa: E402
+from trictrac_jax.az import champion, network_agents  # noqa: E402
 from trictrac_jax.agents import random_agent  # noqa: E402
 from trictrac_jax.env import Trictrac  # noqa: E402
 from trictrac_jax.az.evaluation import play_match, summarise  # noqa: E402
@@ -20,7 +20,7 @@ def test_champion_file_is_small_and_complete():
 
 
 def test_champion_beats_random():
-    agent = players.load_agent("champion")  # the raw policy: cheap on a CPU
+    agent = network_agents.load_agent("champion")  # the raw policy: cheap on a CPU
     outcomes = jax.jit(lambda key: play_match(Trictrac(), agent, random_agent, key, 16))(
         jax.random.PRNGKey(0))
     result = summarise(outcomes)
@@ -28,7 +28,7 @@ def test_champion_beats_random():
 
 
 def test_champion_over_the_rolls_beats_random():
-    agent = players.load_agent("champion", players.Play(lookahead=4, rolls=True))
+    agent = network_agents.load_agent("champion", network_agents.Play(lookahead=4, rolls=True))
     outcomes = jax.jit(lambda key: play_match(Trictrac(), agent, random_agent, key, 4))(
         jax.random.PRNGKey(1))
     result = summarise(outcomes)

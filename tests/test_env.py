@@ -309,17 +309,17 @@ def _same(a, b):
 
 
 def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
-    """Batches above lanes.CPU_CHUNK games run a step (and the random agent) chunk by chunk:
+    """Batches above lowering.CPU_CHUNK games run a step (and the random agent) chunk by chunk:
     same states and actions."""
-    from trictrac_jax import lanes
+    from trictrac_jax import lowering
 
-    monkeypatch.setenv(lanes.LOWERING_VARIABLE, "cpu")
+    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "cpu")
     states, actions, keys = _varied_batch()
     step = lambda: (jax.jit(jax.vmap(ENV.step))(states, actions, keys),  # traced anew each call
                     jax.jit(jax.vmap(random_agent))(keys, states))
     one_pass = step()
     with monkeypatch.context() as patch:
-        patch.setattr(lanes, "CPU_CHUNK", 16)
+        patch.setattr(lowering, "CPU_CHUNK", 16)
         jax.clear_caches()  # the self-jitted methods keep their batched traces: trace anew
         chunked = step()
         assert "scan[" in str(jax.make_jaxpr(jax.vmap(ENV.step))(states, actions, keys))
@@ -328,11 +328,31 @@ def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
     assert not bool(jnp.all(one_pass[0].legal_action_mask == states.legal_action_mask))
 
 
+def test_the_lowering_is_named_by_its_variable_or_its_former_name(monkeypatch):
+    """TRICTRAC_LOWERING names the lowering; TRICTRAC_LANES, its former name (the shared GPU
+    proxies set it), still does when the new one is unset; a wrong name is refused, naming
+    the variable read."""
+    from trictrac_jax import lowering
+
+    monkeypatch.delenv(lowering.LOWERING_VARIABLE, raising=False)
+    monkeypatch.setenv(lowering.LOWERING_ALIAS, "gpu")
+    assert lowering.current() is lowering.LOWERINGS["gpu"]
+    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "cpu")  # the new name first
+    assert lowering.current() is lowering.LOWERINGS["cpu"]
+    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "tpu")
+    with pytest.raises(ValueError, match=r"^\$TRICTRAC_LOWERING must be one of"):
+        lowering.current()
+    monkeypatch.delenv(lowering.LOWERING_VARIABLE)
+    monkeypatch.setenv(lowering.LOWERING_ALIAS, "gpu2")
+    with pytest.raises(ValueError, match=r"^\$TRICTRAC_LANES must be one of"):
+        lowering.current()
+
+
 def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch):
     """The GPU lowering (plain fusion, one pass), forced on CPU, plays the same games as the
     CPU lowering (while-loop materialisation, here in chunks of 16): a step, its two halves
     and the random agent; and a step under the GPU lowering with the games first."""
-    from trictrac_jax import lanes
+    from trictrac_jax import lowering
 
     states, actions, keys = _varied_batch()
     outcomes = jax.random.randint(jax.random.PRNGKey(23), (64,), 0, tt.NUM_CHANCE_OUTCOMES)
@@ -343,15 +363,15 @@ def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch):
                 jax.jit(jax.vmap(ENV.chance_step))(after, outcomes),
                 jax.jit(jax.vmap(random_agent))(keys, states))
 
-    monkeypatch.setattr(lanes, "CPU_CHUNK", 16)
-    monkeypatch.setenv(lanes.LOWERING_VARIABLE, "cpu")
+    monkeypatch.setattr(lowering, "CPU_CHUNK", 16)
+    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "cpu")
     jax.clear_caches()  # the self-jitted methods keep their traces: trace under each lowering
     cpu = run()
-    monkeypatch.setenv(lanes.LOWERING_VARIABLE, "gpu")
-    assert not lanes.lowering().materialise_in_loop and not lanes.lowering().chunked
+    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu")
+    assert not lowering.current().materialise_in_loop and not lowering.current().chunked
     jax.clear_caches()
     gpu = run()
-    monkeypatch.setenv(lanes.LOWERING_VARIABLE, "gpu-games-first")  # the other GPU layout
+    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu-games-first")  # the other GPU layout
     jax.clear_caches()
     games_first = jax.jit(jax.vmap(ENV.step))(states, actions, keys)
     jax.clear_caches()

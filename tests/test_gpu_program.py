@@ -19,7 +19,7 @@ pytestmark = pytest.mark.compile  # needs the `compile` extra (conftest.py)
 @pytest.fixture(autouse=True)
 def gpu_lowering(monkeypatch):
     """The engine's accelerator lowering, as an H100 runs it (read when tracing)."""
-    monkeypatch.setenv("TRICTRAC_LANES", "gpu")
+    monkeypatch.setenv("TRICTRAC_LOWERING", "gpu")
 
 
 def compiled(fn, *args):
@@ -78,14 +78,14 @@ def test_lookahead_passes_have_a_known_count(monkeypatch):
     are scored in passes whose number the compiled program knows: no host sync, and each
     pass counted (4 passes launch more than 1); greedy's (every action, mostly illegal)
     valid candidates in passes while any remain: a loop of unknown length."""
-    from trictrac_jax import lanes
+    from trictrac_jax import lowering
     from trictrac_jax.state import NUM_ACTIONS
     from trictrac_jax.worths import candidate_worths
-    gpu, per_game = lanes.LOWERINGS["gpu"], lanes.LOWERINGS["gpu"].every_pair_up_to
+    gpu, per_game = lowering.LOWERINGS["gpu"], lowering.LOWERINGS["gpu"].every_pair_up_to
     worth = lambda s, a: jnp.sum(jnp.sin(s.observation), -1) * a
 
     def program(width: int, per_pass: int):
-        monkeypatch.setitem(lanes.LOWERINGS, "gpu", gpu._replace(candidates_per_pass=per_pass))
+        monkeypatch.setitem(lowering.LOWERINGS, "gpu", gpu._replace(candidates_per_pass=per_pass))
         pairs = lambda dtype: jax.ShapeDtypeStruct((GAMES, width), dtype)
         return compiled(lambda s, a, v: candidate_worths(s, a, v, worth), states(),
                         pairs(jnp.int32), pairs(jnp.bool_))
@@ -105,7 +105,7 @@ def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
     kernels' launch sizes and registers) and configs/tpu.yaml's training iteration (its
     self-play runs both halves of a step) compiled for one TPU v5e chip, the iteration in
     the chip's 16 GB."""
-    from trictrac_jax.tools import bench, gpu_report
+    from benchmarks import bench, gpu_report
     out = tmp_path / "gpu.md"
     result = bench.main(["--h100", "--h100-games", "64", "--h100-loops", "plain", "--no-pgx",
                          "--no-compile-time", "--h100-calibration", str(tmp_path / "k.gz"),
@@ -135,7 +135,7 @@ def test_model_reproduces_the_h100_measurements():
     """The time model on the kernels of the programs measured on an H100 (code at ea19265,
     compiled here): within 25% of the measured plain loop at each of the 4 sizes, trictrac
     and pgx backgammon alike."""
-    from trictrac_jax.tools import gpu_report
+    from benchmarks import gpu_report
     rows = [r for r in gpu_report.calibration() if r["loop"] == "plain"]
     assert {(r["env"], r["games"]) for r in rows} == {
         (env, games) for env in ("trictrac", "pgx backgammon") for games in gpu_report.GAMES}

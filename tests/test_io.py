@@ -17,10 +17,7 @@ from trictrac_jax.io import (
     to_string_id,
 )
 
-try:  # tests/ as a package or as a plain directory on sys.path
-    from .golden_sample import iter_jsonl
-except ImportError:  # pragma: no cover
-    from golden_sample import iter_jsonl
+from tests.golden_sample import iter_jsonl
 
 N_GAMES = 20
 S_KEYS = ["board", "active", "stage", "turn_stage", "dice", "p1", "p2", "dice_points", "id"]

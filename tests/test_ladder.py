@@ -2,16 +2,12 @@
 to end on two quick agents."""
 import itertools
 import json
-import pathlib
-import sys
 
 import numpy as np
 import pytest
 
+from train import ladder as script
 from trictrac_jax.az import ladder as L
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "train"))
-import ladder as script  # noqa: E402
 
 TRUE_ELO = np.array([0.0, 120.0, 250.0, 480.0])
 

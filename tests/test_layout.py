@@ -1,13 +1,18 @@
-"""The package's layers: the engine (`trictrac_jax`), the AlphaZero stack (`trictrac_jax.az`)
-and the tools (`trictrac_jax.tools`); imports flow tools -> az -> engine, never back, and no
-module imports itself through others."""
+"""The package's layers: the engine (`trictrac_jax`), the learning stack (`trictrac_jax.az`,
+AlphaZero, and `trictrac_jax.rl`, RL beyond it, which share one layer) and the tools
+(`trictrac_jax.tools`); imports flow tools -> az, rl -> engine, never back, and no module
+imports itself through others. The wheel holds the package alone: no benchmark, study or
+script."""
 import ast
 import pathlib
 import subprocess
 import sys
+import tomllib
+
+import setuptools
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "trictrac_jax"
-LAYERS = {"engine": 0, "az": 1, "tools": 2}
+LAYERS = {"engine": 0, "az": 1, "rl": 1, "tools": 2}
 
 
 def module_name(path):
@@ -17,7 +22,7 @@ def module_name(path):
 
 def layer(module):
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in ("az", "tools") else "engine"
+    return parts[1] if len(parts) > 1 and parts[1] in ("az", "rl", "tools") else "engine"
 
 
 def imports_of(path, modules):
@@ -49,7 +54,8 @@ def import_graph():
 
 def test_imports_flow_from_tools_to_az_to_engine():
     graph = import_graph()
-    assert {"trictrac_jax.env", "trictrac_jax.az.search", "trictrac_jax.tools.play"} <= set(graph)
+    assert {"trictrac_jax.env", "trictrac_jax.az.search", "trictrac_jax.rl.ppo",
+            "trictrac_jax.tools.play"} <= set(graph)
     upward = [(m, t) for m, targets in graph.items() for t in targets
               if LAYERS[layer(t)] > LAYERS[layer(m)]]
     assert upward == [], f"imports against the layers: {upward}"
@@ -81,7 +87,20 @@ def test_the_engine_loads_alone():
     loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                 text=True).stdout.split())
     assert "trictrac_jax.env" in loaded
-    above = sorted(m for m in loaded if m.startswith(("trictrac_jax.az", "trictrac_jax.tools"))
+    above = sorted(m for m in loaded
+                   if m.startswith(("trictrac_jax.az", "trictrac_jax.rl", "trictrac_jax.tools"))
                    or m.split(".")[0] in ("mctx", "optax", "orbax", "chex", "pgx", "pyspiel",
-                                            "gymnax", "flax"))
+                                          "gymnax", "flax"))
     assert above == []
+
+
+def test_the_wheel_holds_the_package_alone():
+    """The packages pyproject.toml puts in the wheel: trictrac_jax's, none of the folders
+    beside it (benchmarks/, experiments/, scripts/, train/, tests/)."""
+    pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+    found = pyproject["tool"]["setuptools"]["packages"]["find"]
+    packages = setuptools.find_packages(str(PACKAGE.parent), include=found["include"])
+    assert "trictrac_jax.rl" in packages and "trictrac_jax.tools" in packages
+    assert all(p.split(".")[0] == "trictrac_jax" for p in packages), packages
+    assert not any((PACKAGE / "tools" / f"{name}.py").exists()
+                   for name in ("bench", "bench_gpu", "gpu_report", "measure", "latency"))

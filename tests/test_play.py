@@ -239,14 +239,14 @@ def test_command_line(capsys):
 
 def test_network_opponents_look_over_the_rolls_by_default(monkeypatch):
     pytest.importorskip("mctx", reason="needs the train extra")
-    from trictrac_jax.az import players
+    from trictrac_jax.az import network_agents
     calls = []
-    monkeypatch.setattr(players, "load_agent",
+    monkeypatch.setattr(network_agents, "load_agent",
                         lambda spec, play: calls.append((spec, play)) or agents.first_agent)
     assert play.load_opponent("first", 32) is agents.first_agent  # a baseline: no network
     for lookahead, rolls in [(32, None), (0, None), (32, False), (8, True)]:
         play.load_opponent("champion", lookahead, rolls)
-    assert calls == [("champion", players.Play(lookahead=32, rolls=True)),
-                     ("champion", players.Play(lookahead=0, rolls=False)),
-                     ("champion", players.Play(lookahead=32, rolls=False)),
-                     ("champion", players.Play(lookahead=8, rolls=True))]
+    assert calls == [("champion", network_agents.Play(lookahead=32, rolls=True)),
+                     ("champion", network_agents.Play(lookahead=0, rolls=False)),
+                     ("champion", network_agents.Play(lookahead=32, rolls=False)),
+                     ("champion", network_agents.Play(lookahead=8, rolls=True))]

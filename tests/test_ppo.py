@@ -1,8 +1,7 @@
-"""PPO (`trictrac_jax.az.ppo`, `train/ppo.py`): a tiny self-play run trains in one jit per
+"""PPO (`trictrac_jax.rl.ppo`, `train/ppo.py`): a tiny self-play run trains in one jit per
 call, writes metrics, checkpoints and a snapshot, resumes, and its networks load as agents;
 its config names a wrong key. (A PureJaxRL-style PPO through gymnax's interface, all of
 training in one jit, is notebooks/rl.ipynb, run by tests/test_notebooks.py.)"""
-import importlib.util
 import json
 import pathlib
 
@@ -13,7 +12,10 @@ import yaml
 
 import trictrac_jax as tt
 from trictrac_jax.az import network as N
-from trictrac_jax.az import players, ppo
+from train import ppo as train_ppo
+from trictrac_jax.az import network_agents
+from trictrac_jax.az import run as az_run  # (`run`: the fixture)
+from trictrac_jax.rl import ppo
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -24,16 +26,6 @@ TINY = ["env.max_steps=12", "network.width=8", "network.blocks=1", "ppo.num_envs
         "selfplay.pool_every=1", "evaluation.every=2", "evaluation.opponents=[]",
         "checkpoint.every=2",
         "checkpoint.snapshot_minutes=[0.001]", "logging.tensorboard=false"]
-
-
-def script(name):
-    spec = importlib.util.spec_from_file_location(f"train_{name}", ROOT / "train" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-train_ppo = script("ppo")
 
 
 class Killed(Exception):
@@ -54,8 +46,8 @@ def run(tmp_path_factory):
         train_ppo.train(config, log=kill_at_4)
     killed = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     log = []
-    config, resumed = train_ppo.resume(train_ppo.parse_args(["--resume", str(run_dir)]),
-                                       log.append)
+    config, resumed = az_run.resume(train_ppo.parse_args(["--resume", str(run_dir)]), log.append,
+                                 train_ppo.PPO_RUN)
     train_ppo.train(config, resumed, log.append)
     return run_dir, killed, log
 
@@ -79,7 +71,7 @@ def test_a_run_trains_writes_metrics_and_checkpoints_and_resumes(run):
     state = ppo.restore_state(run_dir / "checkpoints", 4, ppo.saved_config(
         run_dir / "checkpoints", 4))
     assert int(state.updates) == 4 and int(state.pool_entries) == 4
-    newest = jax.tree.map(lambda pool: pool[1], state.pool)  # entry 4 went to slot 1
+    newest = jax.tree.map(lambda pool: pool[1], state.pool)  # the 4th entry went to index 1
     assert jax.tree.all(jax.tree.map(np.array_equal, newest, state.train.params))
 
 
@@ -88,10 +80,10 @@ def test_its_networks_load_as_agents(run):
     state = tt.Trictrac().init(jax.random.PRNGKey(0))
     for spec in (str(run_dir), str(run_dir / "checkpoints" / "4"),
                  str(run_dir / "snapshots" / "0.001min.msgpack")):
-        params, config = players.load_network(spec)
+        params, config = network_agents.load_network(spec)
         assert (config.network.width, config.network.blocks) == (8, 1)
         assert config.selfplay.value_target == "points"  # configs/ppo.yaml's reward
-        action = players.load_agent(spec)(jax.random.PRNGKey(1), state)
+        action = network_agents.load_agent(spec)(jax.random.PRNGKey(1), state)
         assert state.legal_action_mask[action]
         expected = N.policy_action(N.make_network(config.network), params, state)
         assert action == expected

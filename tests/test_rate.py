@@ -11,7 +11,7 @@ import pytest
 
 from trictrac_jax.agents import first_agent
 from trictrac_jax.az import expectimax as X
-from trictrac_jax.az import players
+from trictrac_jax.az import network_agents
 from trictrac_jax.az.model import model_from_config
 from trictrac_jax.env import CHANCE_DICE, DISTINCT_OUTCOMES, Trictrac, dice_to_outcome
 from trictrac_jax.state import TS_HOLD_OR_GO
@@ -63,7 +63,7 @@ def test_values_are_reproduced(bench):
     i = min((i for i, d in enumerate(bench.decisions) if len(set(d["value"])) > 1),
             key=lambda i: len(bench.decisions[i]["actions"]))
     one = positions.Benchmark(bench.header, bench.decisions[i:i + 1])
-    params, config = players.load_network(bench.header["network"])
+    params, config = network_agents.load_network(bench.header["network"])
     model = model_from_config(config)
     actions = jnp.asarray(one.decisions[0]["actions"], jnp.int32)
     states = jax.tree.map(lambda x: jnp.repeat(x, actions.size, 0), positions.states(one))

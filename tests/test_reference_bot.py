@@ -10,7 +10,7 @@ import pytest
 
 import trictrac_jax as tt
 from trictrac_jax import agents
-from trictrac_jax.az import players
+from trictrac_jax.az import network_agents
 from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import TS_HOLD_OR_GO
 
@@ -71,4 +71,4 @@ def test_one_state_at_a_time_plays_the_same(recorded):
 
 def test_web_is_a_baseline():
     assert agents.baseline("web") is web_agent
-    assert players.load_agent("web") is web_agent
+    assert network_agents.load_agent("web") is web_agent

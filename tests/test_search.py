@@ -1,5 +1,5 @@
 """The search: output shapes, illegal actions masked at every node, value signs when the
-same player moves twice, terminal utilities, action slots (the same search as over the 514
+same player moves twice, terminal utilities, action columns (the same search as over the 514
 actions, truncation to the likeliest)."""
 import functools
 
@@ -110,15 +110,15 @@ def test_search_shapes_and_masking(cases, searched, algorithm):
     if algorithm == "stochastic":
         decision &= np.asarray(tree.embeddings.is_decision_node)
     assert decision[:, 1:].any()  # some interior decision nodes were expanded
-    slot_legal = np.take_along_axis(np.asarray(nodes.state.legal_action_mask),
+    column_legal = np.take_along_axis(np.asarray(nodes.state.legal_action_mask),
                                     np.asarray(nodes.actions), -1)[decision]  # [nodes, K]
     visits = np.asarray(tree.children_visits)[decision]
-    assert (visits[~slot_legal] == 0).all()
-    # the slots: each node's legal actions in ascending order, then UNUSED_SLOT
+    assert (visits[~column_legal] == 0).all()
+    # the columns: each node's legal actions in ascending order, then UNUSED_COLUMN
     for mask, actions in zip(np.asarray(nodes.state.legal_action_mask)[decision],
                              np.asarray(nodes.actions)[decision]):
         legal = np.nonzero(mask)[0]
-        assert list(actions) == list(legal) + [S.UNUSED_SLOT] * (len(actions) - len(legal))
+        assert list(actions) == list(legal) + [S.UNUSED_COLUMN] * (len(actions) - len(legal))
 
 
 def test_values_keep_their_sign_when_the_same_player_moves_again(cases, searched):
@@ -145,7 +145,7 @@ def test_values_keep_their_sign_when_the_same_player_moves_again(cases, searched
     # decision, a move gives him -0.5. (Deeper nodes mix in the other sign: a constant value
     # is not self-consistent, so only the signs are exact, not the magnitudes.)
     tree = searched["stochastic"].tree
-    q = np.asarray(tree.qvalues(jnp.zeros(6, jnp.int32)))[0]  # by slot
+    q = np.asarray(tree.qvalues(jnp.zeros(6, jnp.int32)))[0]  # by column
     visited = np.asarray(tree.children_visits)[0, 0] > 0
     actions = np.asarray(tree.embeddings.state_embedding.actions)[0, 0]
     go, move = actions == 1, actions >= 2
@@ -262,7 +262,7 @@ def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
                 if distinct:  # a roll's mirror counts as the roll with the lower die first
                     outcome = int(tt.dice_to_outcome(np.sort(tt.CHANCE_DICE[outcome])))
                 nxt = roll(after, outcome)
-                if bool(nxt.terminated | nxt.truncated):
+                if bool(nxt.done):
                     total += float(nxt.rewards[mover])
                 else:
                     v = float(value_of(nxt.observation))
@@ -310,24 +310,24 @@ def test_lookahead_search_is_the_lookahead_over_the_rolls(cases):
         assert np.abs(freq - policy[b]).max() < 0.15
 
 
-def test_slot_tables_hold_the_legal_actions_or_the_top_k_by_prior(positions):
+def test_column_tables_hold_the_legal_actions_or_the_top_k_by_prior(positions):
     states = take(positions, np.arange(0, positions.current_player.shape[0], 3))
     mask = np.asarray(states.legal_action_mask)
     logits = np.asarray(jax.random.normal(jax.random.PRNGKey(5), mask.shape))
     k = 24
-    actions = np.asarray(jax.jit(S.slot_actions, static_argnums=2)(mask, logits, k))
+    actions = np.asarray(jax.jit(S.column_actions, static_argnums=2)(mask, logits, k))
     counts = mask.sum(-1)
     assert (counts <= k).any() and (counts > k).any()
-    for row, slots, scores in zip(mask, actions, logits):
+    for row, columns, scores in zip(mask, actions, logits):
         legal = np.nonzero(row)[0]
-        if len(legal) <= k:  # ascending, then empty slots
-            assert list(slots) == list(legal) + [S.UNUSED_SLOT] * (k - len(legal))
+        if len(legal) <= k:  # ascending, then empty columns
+            assert list(columns) == list(legal) + [S.UNUSED_COLUMN] * (k - len(legal))
         else:  # the k likeliest legal actions, likeliest first
-            assert list(slots) == list(legal[np.argsort(-scores[legal], kind="stable")][:k])
+            assert list(columns) == list(legal[np.argsort(-scores[legal], kind="stable")][:k])
 
 
 def wide_search(model, config, params, key, states):
-    """The search over all 514 actions (as before slots), without exploration noise: mctx
+    """The search over all 514 actions (as before columns), without exploration noise: mctx
     called with the Model's 514-wide recurrent functions and States as embeddings."""
     logits, value = M.evaluate(model, params, states)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
@@ -347,9 +347,9 @@ def wide_search(model, config, params, key, states):
 
 
 @pytest.mark.parametrize("algorithm", ["stochastic", "gumbel"])
-def test_slots_relabel_the_514_wide_search(cases, algorithm):
-    """Without exploration noise, and with K leaving an empty slot at every node of the
-    tree, the slotted search is the 514-wide one: the same tree (node by node: visits,
+def test_columns_relabel_the_514_wide_search(cases, algorithm):
+    """Without exploration noise, and with K leaving an empty column at every node of the
+    tree, the narrow search is the 514-wide one: the same tree (node by node: visits,
     values), root policy and action. K is set to the most legal actions of any live node of
     the wide tree, plus one: the narrowest such K."""
     model = Model(ENV, ObsNet(jax.random.PRNGKey(6)), "points", 144.0)
@@ -357,11 +357,11 @@ def test_slots_relabel_the_514_wide_search(cases, algorithm):
     config = search_config(algorithm, 16)
     wide = jax.jit(functools.partial(wide_search, model, config))(None, key, cases)
     states = tree_nodes(wide.search_tree, algorithm)  # State [B, nodes]
-    live = (np.asarray(wide.search_tree.node_visits) > 0) & ~np.asarray(M.done(states))
+    live = (np.asarray(wide.search_tree.node_visits) > 0) & ~np.asarray(states.done)
     if algorithm == "stochastic":
         live &= np.asarray(wide.search_tree.embeddings.is_decision_node)
     k = int(np.asarray(states.legal_action_mask)[live].sum(-1).max()) + 1
-    assert k < tt.NUM_ACTIONS // 2  # the slotted trees are much narrower
+    assert k < tt.NUM_ACTIONS // 2  # the narrow trees are much narrower
     out = jax.jit(make_search(model, config.replace(max_actions=k), explore=False))(
         None, key, cases)
 
@@ -383,7 +383,7 @@ def test_slots_relabel_the_514_wide_search(cases, algorithm):
 
 
 @pytest.mark.parametrize("algorithm", ["stochastic", "gumbel"])
-def test_nodes_with_more_legal_actions_than_slots_keep_the_likeliest(cases, algorithm):
+def test_nodes_with_more_legal_actions_than_columns_keep_the_likeliest(cases, algorithm):
     net, k = ObsNet(jax.random.PRNGKey(8)), 3
     model = Model(ENV, net, "outcome", 72.0)
     mask = np.asarray(cases.legal_action_mask)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import pytest
 
 from trictrac_jax.tools import gpu_program as G
-from trictrac_jax.tools import gpu_report
+from benchmarks import gpu_report
 
 pytestmark = pytest.mark.compile  # needs the `compile` extra (conftest.py)
 
@@ -70,7 +70,7 @@ def step_program():
     """games -> the vmapped `env.step` compiled for an H100 with the engine's GPU lowering,
     its kernels read; one compile a size, shared by the tests of this module."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TRICTRAC_LANES", "gpu")  # read when tracing
+        patch.setenv("TRICTRAC_LOWERING", "gpu")  # read when tracing
         yield functools.cache(gpu_report.step_program)
 
 

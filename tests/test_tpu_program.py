@@ -19,7 +19,7 @@ pytestmark = pytest.mark.compile  # needs the `compile` extra (conftest.py)
 @pytest.fixture(autouse=True)
 def accelerator_lowering(monkeypatch):
     """The engine's accelerator lowering, as a TPU runs it (read when tracing)."""
-    monkeypatch.setenv("TRICTRAC_LANES", "gpu")
+    monkeypatch.setenv("TRICTRAC_LOWERING", "gpu")
 
 
 def test_libtpu_compiles_the_engine_for_a_tpu_v5e_chip():

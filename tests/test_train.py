@@ -1,7 +1,6 @@
 """The training stack on tiny configs: config errors, a short run, resume after a kill,
 checkpoint errors, evaluation, plotting, and data parallelism over 4 CPU devices."""
 import argparse
-import importlib.util
 import json
 import logging
 import os
@@ -19,25 +18,18 @@ import numpy as np
 import pytest
 import yaml
 
-from trictrac_jax.az import champion, players
+from trictrac_jax.az import champion, network_agents
+from trictrac_jax.az import run as az_run  # (`run`: the fixture)
 from trictrac_jax.az import checkpoint as C
 from trictrac_jax.az import network as N
 from trictrac_jax.az import training as T
 from trictrac_jax.az.config import ConfigError, load_config, to_dict
 from trictrac_jax.az.evaluation import evaluation_fits, wilson
 from trictrac_jax.state import OBS_SIZE
+from train import az, gpu_run, plot
+from train import eval as eval_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def script(name):
-    spec = importlib.util.spec_from_file_location(f"train_{name}", ROOT / "train" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-az, evaluate, plot = script("az"), script("eval"), script("plot")
 
 # Games are truncated after 6 decisions so that value targets arrive in every iteration.
 TINY = {
@@ -57,11 +49,10 @@ TINY = {
 FOUR_DEVICES = textwrap.dedent("""
     import json, sys
     import jax
-    sys.path.insert(0, sys.argv[1])
     from tests.test_train import tiny_config
     from trictrac_jax.az import config as C, training as T
     config = C.load_config(None, ["selfplay.steps_per_iteration=16"],
-                           base=tiny_config(sys.argv[2]))
+                           base=tiny_config(sys.argv[1]))
     C.check_devices(config, jax.device_count())
     state = T.init_state(config, jax.random.PRNGKey(0))
     actors, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(1))
@@ -88,7 +79,7 @@ def four_devices(tmp_path_factory):
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
            "JAX_PLATFORMS": "cpu"}
     proc = subprocess.Popen(
-        [sys.executable, "-c", FOUR_DEVICES, str(ROOT), str(tmp_path_factory.mktemp("four"))],
+        [sys.executable, "-c", FOUR_DEVICES, str(tmp_path_factory.mktemp("four"))], cwd=ROOT,
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield proc
     proc.kill()
@@ -126,7 +117,7 @@ def test_bad_config_is_reported_by_key(override, key, tmp_path, capsys):
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_configs_are_valid(path):
-    from trictrac_jax.az import ppo  # configs/ppo.yaml is train/ppo.py's, with its own keys
+    from trictrac_jax.rl import ppo  # configs/ppo.yaml is train/ppo.py's, with its own keys
     load = ppo.load_config if path.name == "ppo.yaml" else load_config
     assert load(path).run.dir  # validated on loading: a bad key raises
 
@@ -192,8 +183,8 @@ def run(tmp_path_factory):
         if line.startswith("it    3/"):
             raise Killed
     with pytest.raises(Killed):
-        az.train(config, log=kill_at_3)
-    killed = plot.load_records(run_dir)
+        az_run.train(config, log=kill_at_3)
+    killed = az_run.load_records(run_dir)
     return run_dir, killed
 
 
@@ -257,17 +248,17 @@ def test_tensorboard_is_off_with_a_note_without_its_library(tmp_path, monkeypatc
         monkeypatch.setitem(sys.modules, module, None)  # importing it fails
     said = []
     config = tiny_config(tmp_path, "logging.tensorboard=true")
-    assert az.tensorboard_writer(config, 0, said.append) is None
+    assert az_run.tensorboard_writer(config, 0, said.append) is None
     assert len(said) == 1 and "pip install tensorboardX" in said[0]
-    assert az.tensorboard_writer(tiny_config(tmp_path), 0, said.append) is None
+    assert az_run.tensorboard_writer(tiny_config(tmp_path), 0, said.append) is None
     assert len(said) == 1  # not asked for: nothing to say
 
 
 def test_a_gpu_sized_config_on_a_cpu_is_announced_with_its_duration():
-    warning = az.cpu_warning(load_config(ROOT / "configs" / "base.yaml"))
+    warning = az_run.cpu_warning(load_config(ROOT / "configs" / "base.yaml"))
     assert warning.startswith("warning: this config is sized for a GPU (131,072 self-play")
     assert re.search(r"its 500 iterations would take about \d+ h", warning)
-    assert az.cpu_warning(load_config(ROOT / "configs" / "quick.yaml")) is None
+    assert az_run.cpu_warning(load_config(ROOT / "configs" / "quick.yaml")) is None
 
 
 def test_an_evaluation_waits_until_it_fits_its_share():
@@ -282,15 +273,15 @@ def test_evaluations_over_budget_are_skipped_and_never_best(run, tmp_path, monke
     """No evaluation fits its share: none until the last iteration, evaluated anyway so
     that the run ranks a network; the checkpoints not evaluated score -1 and are never the
     best."""
-    monkeypatch.setattr(az, "evaluation_fits", lambda *args: False)
+    monkeypatch.setattr(az_run, "evaluation_fits", lambda *args: False)
     config = tiny_config(tmp_path / "thrifty", "checkpoint.keep_last=3")
-    az.train(config, log=lambda line: None)
-    records = plot.load_records(tmp_path / "thrifty")
+    az_run.train(config, log=lambda line: None)
+    records = az_run.load_records(tmp_path / "thrifty")
     assert ["vs_random" in r for r in records] == [False, False, True]
     directory = tmp_path / "thrifty" / "checkpoints"
     assert [C.score(directory, s) for s in (1, 2)] == [-1.0, -1.0]
     assert C.score(directory, 3) == records[2]["vs_random"]
-    assert az.best_checkpoint(tmp_path / "thrifty") == 3
+    assert az_run.best_checkpoint(tmp_path / "thrifty") == 3
 
 
 def test_resumed_tensorboard_drops_the_points_played_again(tmp_path, monkeypatch):
@@ -300,8 +291,8 @@ def test_resumed_tensorboard_drops_the_points_played_again(tmp_path, monkeypatch
     writer = lambda logdir, purge_step=None: opened.append((logdir, purge_step))
     monkeypatch.setitem(sys.modules, "tensorboardX", type(sys)("tensorboardX"))
     sys.modules["tensorboardX"].SummaryWriter = writer
-    az.open_tensorboard(tmp_path, 0)
-    az.open_tensorboard(tmp_path, 2)
+    az_run.open_tensorboard(tmp_path, 0)
+    az_run.open_tensorboard(tmp_path, 2)
     assert opened == [(str(tmp_path), None), (str(tmp_path), 3)]
 
 
@@ -311,10 +302,11 @@ def test_same_seed_same_iteration(run):
 
     def one_iteration():
         state = T.init_state(config, jax.random.PRNGKey(5))
-        actors, buffer = az.start_games(config, jax.random.PRNGKey(6))
-        actors, buffer, _ = az.selfplay_step(config, state.params, actors, buffer,
-                                             T.replicate(jax.random.PRNGKey(7)))
-        state, _ = az.train_step(config, state, buffer, T.replicate(jax.random.PRNGKey(8)))
+        actors, buffer = az_run.start_games_jit(config, jax.random.PRNGKey(6))
+        actors, buffer, _ = az_run.selfplay_step_jit(config, state.params, actors, buffer,
+                                                     T.replicate(jax.random.PRNGKey(7)))
+        state, _ = az_run.train_step_jit(config, state, buffer,
+                                         T.replicate(jax.random.PRNGKey(8)))
         return jax.device_get((state.params, buffer.steps.policy))
     first, second = one_iteration(), one_iteration()
     assert all(jax.tree.leaves(jax.tree.map(lambda a, b: (a == b).all(), first, second)))
@@ -359,7 +351,7 @@ def test_no_intact_checkpoint_lists_those_tried(run, tmp_path, capsys):
     assert err.startswith(f"error: {broken / 'checkpoints'}: no intact checkpoint; tried:")
     assert all(str(c) in err for c in checkpoints) and "Traceback" not in err
     assert snapshot(broken) == before
-    assert evaluate.main(["--checkpoint", str(tmp_path / "nowhere"), "--games", "2"]) == 2
+    assert eval_script.main(["--checkpoint", str(tmp_path / "nowhere"), "--games", "2"]) == 2
     assert str(tmp_path / "nowhere") in capsys.readouterr().err
 
 
@@ -411,12 +403,12 @@ def test_a_damaged_newest_checkpoint_is_skipped(run, kind, tmp_path, capfd, capl
     damage(newest)
     capfd.readouterr()
     lines = []
-    _, resumed = az.resume(argparse.Namespace(resume=str(copy), config=None, set=[]),
+    _, resumed = az_run.resume(argparse.Namespace(resume=str(copy), config=None, set=[]),
                            lines.append)
     assert resumed.iteration == int(previous.name)
     assert len(lines) == 2 and lines[0].startswith(f"skipped {newest}: {why}"), lines
     assert lines[1].startswith(f"resumed {previous} (")
-    players.load_network(str(copy))
+    network_agents.load_network(str(copy))
     out, err = capfd.readouterr()
     assert err.startswith(f"skipped {newest}: {why}") and len(err.splitlines()) == 2, err
     assert err.splitlines()[1].startswith(f"loaded {previous} (best: ")
@@ -443,9 +435,8 @@ def test_a_damaged_earlier_checkpoint_is_set_aside(run, tmp_path):
 
 RESUME_COPY = textwrap.dedent("""
     import sys
-    sys.path.insert(0, sys.argv[1])
-    from tests.test_train import az
-    sys.exit(az.main(sys.argv[2:]))
+    from train import az
+    sys.exit(az.main(sys.argv[1:]))
 """)
 
 
@@ -460,9 +451,9 @@ def test_resume_of_a_copy_with_a_damaged_latest_checkpoint(run, tmp_path):
     latest = max((copy / "checkpoints").iterdir(), key=lambda p: int(p.name))
     garble(latest / "metrics" / "metrics")
     step = int(latest.name)
-    proc = subprocess.run([sys.executable, "-c", RESUME_COPY, str(ROOT), "--resume", str(copy),
+    proc = subprocess.run([sys.executable, "-c", RESUME_COPY, "--resume", str(copy),
                            "--set", f"training.iterations={step + 1}"],
-                          capture_output=True, text=True, timeout=900)
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     first, *lines = proc.stdout.splitlines()
     assert first.startswith("running on ")
@@ -490,18 +481,18 @@ def test_resume_of_a_copy_with_a_damaged_latest_checkpoint(run, tmp_path):
 def test_eval_and_plot_commands(run, capsys):
     run_dir, _ = run
     # the opponent and games of the run's own evaluation: its compiled match is reused
-    assert evaluate.main(["--checkpoint", str(run_dir), "--opponent", "random", "--games",
+    assert eval_script.main(["--checkpoint", str(run_dir), "--opponent", "random", "--games",
                           "4"]) == 0
     out, err = capsys.readouterr()
     assert "vs random: win rate" in out and "in 4 games" in out
     loaded = re.search(rf"^loaded {re.escape(str(run_dir / 'checkpoints'))}/(\d+) "
                        rf"\(best: vs random (\d\.\d\d\d)\)$", err, re.M)
     assert loaded, err
-    records = {r["iteration"]: r for r in plot.load_records(run_dir)}
+    records = {r["iteration"]: r for r in az_run.load_records(run_dir)}
     assert loaded[2] == f"{records[int(loaded[1])]['vs_random']:.3f}"
     # a checkpoint opponent goes through the same evaluator (here the run against itself,
     # both sides with the 1-ply lookahead)
-    assert evaluate.main(["--checkpoint", str(run_dir), "--opponent", str(run_dir),
+    assert eval_script.main(["--checkpoint", str(run_dir), "--opponent", str(run_dir),
                           "--games", "2", "--lookahead", "4"]) == 0
     assert f"vs {run_dir}: win rate" in capsys.readouterr().out
     assert plot.main([str(run_dir), "--text"]) == 0
@@ -514,7 +505,7 @@ def test_plot_keeps_the_last_record_of_an_iteration(tmp_path):
     rows = [(1, 10.0), (2, 20.0), (3, 30.0), (2, 5.0), (3, 12.0)]
     (tmp_path / "metrics.jsonl").write_text(
         "".join(json.dumps({"iteration": i, "elapsed_s": t}) + "\n" for i, t in rows))
-    records = plot.load_records(tmp_path)
+    records = az_run.load_records(tmp_path)
     assert [(r["iteration"], r["elapsed_s"]) for r in records] == [(1, 10.0), (2, 5.0),
                                                                      (3, 12.0)]
 
@@ -542,7 +533,7 @@ def test_a_run_of_the_lookahead_search_learns_its_values(tmp_path):
                          "search.max_num_considered_actions=3", "replay.bootstrap=1.0",
                          "training.iterations=1",
                          "evaluation.opponents=[]")  # no match to compile
-    record = az.train(config, log=lambda line: None)
+    record = az_run.train(config, log=lambda line: None)
     assert record["updates"] > 0 and np.isfinite(record["value_loss"])
     assert record["policy_loss"] == record["policy_loss"]
 
@@ -574,20 +565,20 @@ def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp
     """A config with more blocks than the network starts the extra ones as the identity:
     the deeper network's logits and values are the source's, and it then trains them."""
     run_dir, _ = run
-    source, source_config = players.load_network(str(run_dir))
+    source, source_config = network_agents.load_network(str(run_dir))
     config = tiny_config(tmp_path / "deep", f"network.blocks={source_config.network.blocks + 2}",
                          f"run.init_from={run_dir}", "training.iterations=1",
                          "evaluation.opponents=[]")  # no match to compile
     lines = []
-    state = az.warm_start(config, log=lines.append)
+    state = az_run.warm_start(config, log=lines.append)
     assert lines == [f"warm start from {run_dir} (1 blocks, 2 more as the identity)"]
     obs = jax.random.uniform(jax.random.PRNGKey(3), (64, OBS_SIZE))
     shallow = N.make_network(source_config.network).apply({"params": source}, obs)
     deep = N.make_network(config.network).apply({"params": state.params}, obs)
     for a, b in zip(shallow, deep):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
-    az.train(config, log=lambda line: None)
-    params, _ = players.load_network(str(tmp_path / "deep"))
+    az_run.train(config, log=lambda line: None)
+    params, _ = network_agents.load_network(str(tmp_path / "deep"))
     new_block = params["ResidualBlock_2"]["Dense_1"]["kernel"]
     assert np.abs(np.asarray(new_block)).max() > 0  # the identity blocks learn
 
@@ -596,11 +587,10 @@ TWO_PROCESSES = textwrap.dedent("""
     import hashlib, json, sys
     import jax
     import numpy as np
-    sys.path.insert(0, sys.argv[1])
-    from tests.test_train import az
-    from trictrac_jax.az import checkpoint as C, training as T
+    from train import az
+    from trictrac_jax.az import checkpoint as C, run
     seen = {"saved": [], "games": []}
-    save, selfplay = C.Checkpointer.save, az.selfplay_step
+    save, selfplay = C.Checkpointer.save, run.selfplay_step_jit
 
     def record_save(self, iteration, state, config, score):
         leaves = jax.tree.leaves(state.params)
@@ -617,8 +607,8 @@ TWO_PROCESSES = textwrap.dedent("""
         seen["games"].append([len(obs.sharding.device_set), shard])
         return actors, buffer, stats
     record_selfplay.lower = selfplay.lower  # compiled before the first iteration
-    C.Checkpointer.save, az.selfplay_step = record_save, record_selfplay
-    code = az.main(sys.argv[2:])
+    C.Checkpointer.save, run.selfplay_step_jit = record_save, record_selfplay
+    code = az.main(sys.argv[1:])
     print(json.dumps({"code": code, "process": jax.process_index(),
                       "processes": jax.process_count(), **seen}))
 """)
@@ -643,8 +633,8 @@ def run_processes(n: int, args: list[str], logs: pathlib.Path, timeout: float = 
                "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": str(n),
                "JAX_PROCESS_ID": str(i)}
         with open(logs / f"{i}.out", "w") as out, open(logs / f"{i}.err", "w") as err:
-            procs.append(subprocess.Popen([sys.executable, "-c", TWO_PROCESSES, str(ROOT),
-                                           *args], env=env, stdout=out, stderr=err))
+            procs.append(subprocess.Popen([sys.executable, "-c", TWO_PROCESSES, *args], cwd=ROOT,
+                                          env=env, stdout=out, stderr=err))
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -780,7 +770,7 @@ def test_time_to_strength_stops_on_the_clock_and_rates_snapshots(tmp_path):
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(to_dict(tiny_config(tmp_path / "unused",
                                                          "training.iterations=50"))))
-    tts = script("time_to_strength")
+    from experiments import time_to_strength as tts
     out = tmp_path / "tts"
     assert tts.main([f"--setting=tiny={config},evaluation.every=100", "--minutes=0.001,0.002",
                      "--opponent=random", "--games=4", "--lookahead=0", f"--out={out}"]) == 0
@@ -798,13 +788,13 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
     that network exported to a file in the champion's format) with a fresh optimiser; a
     network of another shape is refused, naming the key."""
     run_dir, _ = run
-    source, _ = players.load_network(str(run_dir))
+    source, _ = network_agents.load_network(str(run_dir))
     exported = tmp_path / "net.msgpack"
     assert champion.main(["--export", str(run_dir), "--out", str(exported)]) == 0
     for spec in (str(exported), str(run_dir)):
         config = tiny_config(tmp_path / f"warm{len(spec)}", f"run.init_from={spec}",
                              "training.iterations=1")
-        state = az.warm_start(config, log=lambda line: None)
+        state = az_run.warm_start(config, log=lambda line: None)
         assert int(state.step) == 0
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.params),
                                                         jax.tree.leaves(source)))
@@ -812,7 +802,7 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
         assert jax.tree.structure(state.opt_state) == jax.tree.structure(fresh.opt_state)
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.opt_state),
                                                         jax.tree.leaves(fresh.opt_state)))
-    az.train(config, log=lambda line: None)  # and a run trains from there
+    az_run.train(config, log=lambda line: None)  # and a run trains from there
     saved = yaml.safe_load((pathlib.Path(config.run.dir) / "config.yaml").read_text())
     assert saved["run"]["init_from"] == spec
     wide = tmp_path / "wide.yaml"
@@ -829,26 +819,20 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
     assert "run.init_from: " in capsys.readouterr().err
 
 
-def gpu_run_script():
-    sys.modules.setdefault("az", az)  # train/gpu_run.py's `import az`: this module's
-    return script("gpu_run")
-
-
 def test_gpu_run_ends_on_its_clock_and_brings_back_its_best_network(run, tmp_path):
     """train/gpu_run.py on the CPU with a tiny --minutes: the clock ends the run (its first
     iteration is its last), and OUT holds the best network (the best checkpoint's), the
     metrics and the report, each file under 16 MB. A run killed after its first network
     leaves that network whole."""
-    gpu_run = gpu_run_script()
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(to_dict(tiny_config(tmp_path / "unused"))))
     out = tmp_path / "gpu"
     assert gpu_run.main(["--minutes", "0.01", "--config", str(config), "--out",
                          str(out)]) == 0
-    records = plot.load_records(out)
+    records = az_run.load_records(out)
     assert [r["iteration"] for r in records] == [1]  # of 3: the clock ended it
     params, _, provenance = champion.load(out / "network.msgpack")
-    best, _ = players.load_network(str(out))
+    best, _ = network_agents.load_network(str(out))
     assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(params),
                                                     jax.tree.leaves(best)))
     assert provenance["iteration"] == 1 and provenance["evaluation"].endswith("in 4 games")
@@ -866,14 +850,13 @@ def test_gpu_run_ends_on_its_clock_and_brings_back_its_best_network(run, tmp_pat
     args = gpu_run.parse_args(["--minutes", "1", "--config", str(config), "--out",
                                str(killed)])
     with pytest.raises(Killed):
-        gpu_run.run(args, "test", log=kill_at_2)
+        gpu_run.train_for_minutes(args, "test", log=kill_at_2)
     assert champion.load(killed / "network.msgpack")[2]["iteration"] == 1
     assert "Status: running (written at iteration 1)." in (killed / "report.md").read_text()
 
 
 def test_the_gpu_runs_watchdog_stops_a_run_past_its_time():
     import threading
-    gpu_run = gpu_run_script()
     stopped, calm = threading.Event(), threading.Event()
     gpu_run.Watchdog(stopped.set).arm(0.01)
     assert stopped.wait(10)
@@ -884,7 +867,6 @@ def test_the_gpu_runs_watchdog_stops_a_run_past_its_time():
 
 
 def test_gpu_run_carries_champion_2_on_with_its_recipe(tmp_path):
-    gpu_run = gpu_run_script()
     args = gpu_run.parse_args(["--minutes", "8", "--init-from", "champion:2", "--out",
                                str(tmp_path / "c3")])
     config, made_by = gpu_run.run_config(args)

@@ -584,7 +584,7 @@ def test_every_refused_half_move_is_explained_and_every_allowed_one_is_legal(eng
     for seed, seat in ((11, 0), (12, 1)):
         game = web_game.Game.create(engine, seat, seed)
         for _ in range(25):
-            if web_game.done(game.state):
+            if bool(game.state.done):
                 break
             options, sign = game.options(engine), 1 if seat == 0 else -1
             for frm in range(1, 25):

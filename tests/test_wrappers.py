@@ -96,7 +96,7 @@ def played(gymnax_env):
 def test_the_opponent_never_moves_for_the_learner(played):
     _, _, (_, _, r) = played
     before = r["before"].env_state  # ours, inside LogWrapper's
-    assert not (before.game.terminated | before.game.truncated).any()
+    assert not before.game.done.any()
     np.testing.assert_array_equal(before.game.current_player, before.seat)
     assert not before.game.is_chance.any()
     # the observation is the learner's, and so are the legal actions he played

@@ -21,20 +21,16 @@ won.
 from __future__ import annotations
 
 import argparse
-import pathlib
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+import jax
 
-import jax  # noqa: E402
-
-from trictrac_jax import devices  # noqa: E402
-from trictrac_jax import agents  # noqa: E402
-from trictrac_jax.az import players  # noqa: E402
-from trictrac_jax.az.checkpoint import CheckpointError  # noqa: E402
-from trictrac_jax.az.evaluation import play_match, summarise  # noqa: E402
-from trictrac_jax.env import Trictrac  # noqa: E402
+from trictrac_jax import agents, devices
+from trictrac_jax.az import network_agents
+from trictrac_jax.az.checkpoint import CheckpointError
+from trictrac_jax.az.evaluation import play_match, summarise
+from trictrac_jax.env import Trictrac
 
 
 def parse_args(argv=None):
@@ -66,25 +62,26 @@ def parse_args(argv=None):
     return args
 
 
-def bots_match(baseline: str, opponent: str, games: int, play: players.Play):
+def bots_match(baseline: str, opponent: str, games: int, play: network_agents.Play):
     """Jitted `key -> int32[games]` outcomes of `baseline` against `opponent` (a network
     opponent plays as its `@PLAY` says, else as `play`), on the default env."""
-    agent, other = players.load_agent(baseline), players.load_agent(opponent, play)
+    agent, other = network_agents.load_agent(baseline), network_agents.load_agent(opponent, play)
     return jax.jit(lambda key: play_match(Trictrac(), agent, other, key, games))
 
 
 def main(argv=None):
     args = parse_args(argv)
     try:
-        name, own = players.split_spec(args.checkpoint)
-        play = players.Play(lookahead=args.lookahead, rolls=args.rolls,
+        name, own = network_agents.split_spec(args.checkpoint)
+        play = network_agents.Play(lookahead=args.lookahead, rolls=args.rolls,
                              simulations=args.simulations).check()
         if agents.baseline(name) is not None:
             match = bots_match(args.checkpoint, args.opponent, args.games, play)
         else:
-            params, config = players.load_network(name)
-            evaluate = players.evaluator(config, args.opponent, args.games, own or play, play)
-            match = lambda key: evaluate(params, key)
+            params, config = network_agents.load_network(name)
+            network_match = network_agents.evaluator(config, args.opponent, args.games,
+                                                     own or play, play)
+            match = lambda key: network_match(params, key)
     except (CheckpointError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

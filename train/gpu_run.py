@@ -30,17 +30,13 @@ import shlex
 import sys
 import threading
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/az.py
+import jax
 
-import jax  # noqa: E402
-
-import az  # noqa: E402
-from trictrac_jax import devices  # noqa: E402
-from trictrac_jax.az import champion  # noqa: E402
-from trictrac_jax.az import config as config_lib  # noqa: E402
-from trictrac_jax.az import players  # noqa: E402
-from trictrac_jax.tools.measure import code_version  # noqa: E402
+from trictrac_jax import devices
+from trictrac_jax.az import champion
+from trictrac_jax.az import config as config_lib
+from trictrac_jax.az import network_agents
+from trictrac_jax.az import run
 
 CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "configs"
 # Champion 2's recipe (docs/training.md, "Champion 2" and "Toward champion 3"), carried on
@@ -87,7 +83,7 @@ def carry_on(spec: str) -> list[str]:
     """The overrides that carry network `spec` on: its shape, champion 2's recipe, and the
     evaluation against it when it is a shipped champion (else against greedy)."""
     try:
-        _, source = players.load_network(spec)
+        _, source = network_agents.load_network(spec)
     except (OSError, ValueError) as e:
         raise config_lib.ConfigError(f"--init-from: {e}") from None
     opponent = spec if champion.is_name(spec) else "greedy"
@@ -200,13 +196,13 @@ def report(out: pathlib.Path, config: config_lib.Config, made_by: list[str], fac
     return "\n".join(lines)
 
 
-def run(args, command: str, log=print, stop=None):
+def train_for_minutes(args, command: str, log=print, stop=None):
     """The run of `args` (`command` is how it was started, for the report); `stop` (default:
     exit at once with status 124) is what the watchdog calls."""
     config, made_by = run_config(args)
     out = pathlib.Path(config.run.dir)
     log(f"running on {devices.describe()}: {made_by[0]} for {args.minutes:g} min into {out}")
-    facts = {"command": command, "code": code_version(), "device": devices.describe(),
+    facts = {"command": command, "code": run.code_version(), "device": devices.describe(),
              "started": datetime.datetime.now(datetime.timezone.utc).strftime(
                  "%Y-%m-%d %H:%M UTC")}
     opponent = config.evaluation.opponents[0] if config.evaluation.opponents else None
@@ -241,12 +237,12 @@ def run(args, command: str, log=print, stop=None):
         write_report(f"running (written at iteration {record['iteration']})")
 
     try:
-        az.train(config, log=log, budget_s=60 * args.minutes - FINISH_S,
+        run.train(config, log=log, budget_s=60 * args.minutes - FINISH_S,
                  on_iteration=on_iteration)
     finally:
         watchdog.disarm()
     if not (out / "network.msgpack").exists() and records:  # ended before any export
-        params, _ = players.load_network(str(out))
+        params, _ = network_agents.load_network(str(out))
         export(out, params, config, {"command": facts["command"], "code": facts["code"],
                                      "iteration": records[-1]["iteration"],
                                      "evaluation": "not evaluated"})
@@ -262,7 +258,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     command = shlex.join(["python", "train/gpu_run.py", *argv])
-    return az.exit_code(lambda: run(args, command))
+    return run.exit_code(lambda: train_for_minutes(args, command))
 
 
 if __name__ == "__main__":

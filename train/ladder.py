@@ -4,7 +4,7 @@
     python train/ladder.py random first greedy:8 greedy --games 40
     python train/ladder.py random greedy runs/long2 champion --games 100 --out ladder
 
-An AGENT is anything `players.load_agent` accepts: random, first, greedy (every legal
+An AGENT is anything `network_agents.load_agent` accepts: random, first, greedy (every legal
 action), greedy:K (the first K legal actions by index), a run or checkpoint directory.
 Checkpoint agents play the 1-ply lookahead over their policy's K likeliest moves
 (`--lookahead K`, 0: the raw policy; `--rolls`: each move valued over the 36 rolls). Games
@@ -28,16 +28,14 @@ import sys
 import time
 import zlib
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+import jax
 
-import jax  # noqa: E402
-
-from trictrac_jax import devices  # noqa: E402
-from trictrac_jax.az import ladder as L  # noqa: E402
-from trictrac_jax.az import players  # noqa: E402
-from trictrac_jax.az.checkpoint import CheckpointError  # noqa: E402
-from trictrac_jax.env import Trictrac  # noqa: E402
-from trictrac_jax.az.evaluation import play_match, summarise  # noqa: E402
+from trictrac_jax import devices
+from trictrac_jax.az import ladder as L
+from trictrac_jax.az import network_agents
+from trictrac_jax.az.checkpoint import CheckpointError
+from trictrac_jax.az.evaluation import play_match, summarise
+from trictrac_jax.env import Trictrac
 
 
 def parse_args(argv=None):
@@ -160,8 +158,8 @@ def plot(names, ratings: L.Ratings, path: pathlib.Path) -> bool:
 def main(argv=None, log=print):
     args = parse_args(argv)
     try:
-        play = players.Play(lookahead=args.lookahead, rolls=args.rolls)
-        agents = [players.load_agent(a, play) for a in args.agents]
+        play = network_agents.Play(lookahead=args.lookahead, rolls=args.rolls)
+        agents = [network_agents.load_agent(a, play) for a in args.agents]
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -10,18 +10,7 @@ import json
 import pathlib
 import sys
 
-
-def load_records(run_dir: pathlib.Path) -> list[dict]:
-    """metrics.jsonl, one record per iteration: after a resume the later record wins."""
-    path = run_dir / "metrics.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no metrics (is {run_dir} a training run?)")
-    by_iteration = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            record = json.loads(line)
-            by_iteration[record["iteration"]] = record
-    return [by_iteration[i] for i in sorted(by_iteration)]
+from trictrac_jax.az.run import load_records
 
 
 def opponents(records) -> list[str]:

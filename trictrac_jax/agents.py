@@ -1,6 +1,6 @@
 """Baseline agents as pure functions of (key, state) -> action, usable under jit and vmap.
 
-Engine imports only: the trained players (`players.load_agent`) live on the learning side."""
+Engine imports only: the trained players (`network_agents.load_agent`) live on the learning side."""
 from __future__ import annotations
 
 import functools
@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice
 from trictrac_jax.arrays import prefix_sum
-from trictrac_jax.lanes import batch_rule, cpu_chunked, game_minor
+from trictrac_jax.lowering import batch_rule, cpu_chunked, game_minor
 from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import NUM_ACTIONS, score_lead
 from trictrac_jax.worths import best_candidates
@@ -36,7 +36,7 @@ def random_agent(key, state):
 def _kth_true(mask, k):
     """Index of the (k + 1)-th True of bool[n, *games] along its first axis (n if none).
 
-    The running count is taken games last (see lanes.py), then counted, not searched (it
+    The running count is taken games last (see lowering.py), then counted, not searched (it
     never decreases).
     """
     count = prefix_sum(mask.astype(jnp.int16), axis=0)

@@ -1,23 +1,21 @@
 """Array helpers shared by the rules, written for XLA's CPU loops (no rules here).
 
 Arrays have a structure axis first (fields, candidates, ...) and trailing `lanes` axes (none
-for one position, the games when the rules run game-minor: see lanes.py).
+for one position, the games when the rules run game-minor: see lowering.py).
 
 Substitutes for what XLA's CPU backend runs slowly, kept under every lowering (the GPU
-program was measured and estimated with them; lanes.py switches what differs by backend).
-Measured on the 2-core CPU, one jitted call on [24, 1024] game-minor arrays:
+program was measured and estimated with them; lowering.py switches what differs by backend).
+On game-minor arrays, on the CPU:
 
 * `jnp.cumsum` is a reduce-window there, quadratic in the axis' length: `prefix_sum`;
-* `jnp.argmax` is a two-operand reduction, 2x slower than a min over field numbers
-  (49.6 against 24.7 us): `board.lowest_field`, `board.highest_field`;
-* a gather is 3x slower than a select over the possible shifts (51.6 against 15.9 us for
-  the checkers 1..6 fields ahead, per die): `board.ahead`;
+* `jnp.argmax` is a two-operand reduction, slower than a min over field numbers:
+  `board.lowest_field`, `board.highest_field`;
+* a gather is slower than a select over the possible shifts (the checkers 1..6 fields
+  ahead, per die): `board.ahead`;
 * a small reduction read by several fusions becomes an array of its own: `fold`;
   several reductions over one axis each read it again: `any_each`.
 """
 from __future__ import annotations
-
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -65,8 +63,7 @@ def prefix_sum(values, axis: int = 0):
     An axis of up to TRIANGLE_MAX entries (the fields) is summed over a triangle, one
     elementwise select and sum that XLA fuses into the loops reading it; a longer one (514
     actions, a batch's games) by an associative scan, since the triangle grows as the
-    square of the length (at 64 entries it ran 30x slower than the scan, at 24 about as
-    fast).
+    square of the length (at the fields' 24 entries both run about as fast).
     """
     n = values.shape[axis]
     if n > TRIANGLE_MAX:

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from trictrac_jax.arrays import fold, leading, prefix_sum, spread
-from trictrac_jax.lanes import lookup
+from trictrac_jax.lowering import lookup
 from trictrac_jax.state import NUM_FIELDS
 
 FIELDS = np.arange(1, NUM_FIELDS + 1, dtype=np.int8)  # int8[24]: field numbers (small ints

@@ -9,9 +9,12 @@ The game is a set of pure functions of one `State` (use `jax.vmap` for a batch):
     every_roll(afterstates, max_steps, distinct)   a batch after each roll (36, or 21)
 
 and `Trictrac` is a thin class over them with pgx's `Env` interface, which holds
-`max_steps` and calls each function compiled (`jax.jit`, once per `max_steps`): called on
-one state outside `jit` that is one compiled call rather than hundreds of dispatched
-operations; inside a user's `jit` or `vmap` it is traced as part of it.
+`max_steps` and calls each function compiled (`step_jit`, ...: `jax.jit`, once per
+`max_steps`): called on one state outside `jit` that is one compiled call rather than
+hundreds of dispatched operations; inside a user's `jit` or `vmap` it is traced as part of
+it. A step, `Trictrac.step` -> `step_jit` -> `step` -> `_decide_and_roll` (chunked on the
+CPU, lowering.py) -> `_deterministic` and `_chance` -> the rules (`_decide`, `_roll`:
+moves.py, scoring.py).
 
 The user only sees decision nodes (`turn_stage` Move or HoldOrGoChoice), chance nodes
 (waiting for the dice, `is_chance`, only between `step_deterministic` and `chance_step`) and
@@ -43,7 +46,7 @@ from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax import scoring
 from trictrac_jax.arrays import select_tree
-from trictrac_jax.lanes import cpu_chunked
+from trictrac_jax.lowering import cpu_chunked
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
                                 TS_ROLL_DICE, State)
@@ -140,9 +143,9 @@ def step(state: State, action, key, max_steps: int | None = DEFAULT_MAX_STEPS) -
     return _decide_and_roll(state, action, key, max_steps=max_steps)
 
 
-@functools.partial(cpu_chunked, static_argnames=("max_steps",))
+@cpu_chunked(static_argnames=("max_steps",))
 def _decide_and_roll(state: State, action, key, max_steps: int | None) -> State:
-    """`step`; batches of several CPU chunks run chunk by chunk (lanes.py)."""
+    """`step`; batches of several CPU chunks run chunk by chunk (lowering.py)."""
     after = _deterministic(state, action, max_steps, observed=False)
     rolled = _chance(after, sample_outcome(key), max_steps, observed=False)
     # observed once, on the final state, rather than after each half
@@ -165,14 +168,13 @@ def chance_step(state: State, outcome, max_steps: int | None = DEFAULT_MAX_STEPS
 def _deterministic(state: State, action, max_steps: int | None, observed: bool) -> State:
     """`step_deterministic`, the observation left as it was unless `observed`."""
     action = jnp.asarray(action, jnp.int32)
-    done = state.terminated | state.truncated
     legal = state.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)]
     legal &= (action >= 0) & (action < NUM_ACTIONS)
     played = _decide(state, action)
     played = played.replace(_step_count=state._step_count + 1)
     played = _finish(played, max_steps, rolled=False, observed=observed)
     # At a chance node no decision is due: nobody forfeits, nothing happens.
-    keep = done | state.is_chance
+    keep = state.done | state.is_chance
     return select_tree(keep, state.replace(rewards=jnp.zeros(2, jnp.float32)),
                        select_tree(legal, played, _forfeit(state)))
 
@@ -229,7 +231,7 @@ def _finish(state: State, max_steps: int | None, rolled: bool, observed: bool = 
 def has_choice(states: State):
     """bool[...]: states (any batch shape) whose player to move has a choice to make: the
     game goes on and more than one action is legal."""
-    return ~(states.terminated | states.truncated) & (jnp.sum(states.legal_action_mask, -1) > 1)
+    return ~states.done & (jnp.sum(states.legal_action_mask, -1) > 1)
 
 
 # --- what a decision and a roll do to the game ---------------------------------------------
@@ -326,16 +328,15 @@ def observe(state: State, player=None):
 
 # --- the class: pgx's Env interface over the functions, each called compiled ---------------
 
-# One compiled program per function and `max_steps` (static): called on one state outside a
-# `jit`, a method answers in well under a millisecond after its first call (docs/latency.md).
-_compiled = functools.partial(jax.jit, static_argnames="max_steps")
-_init = jax.jit(init)
-_step = _compiled(step)
-_step_deterministic = _compiled(step_deterministic)
-_chance_step = _compiled(chance_step)
-_every_roll = jax.jit(every_roll, static_argnames=("max_steps", "distinct"))
-_restore = _compiled(restore)
-_observe = jax.jit(observe)
+# The functions compiled, one program per `max_steps` (static): what the class's methods
+# call (see the module).
+init_jit = jax.jit(init)
+step_jit = jax.jit(step, static_argnames="max_steps")
+step_deterministic_jit = jax.jit(step_deterministic, static_argnames="max_steps")
+chance_step_jit = jax.jit(chance_step, static_argnames="max_steps")
+every_roll_jit = jax.jit(every_roll, static_argnames=("max_steps", "distinct"))
+restore_jit = jax.jit(restore, static_argnames="max_steps")
+observe_jit = jax.jit(observe)
 
 
 class Trictrac:
@@ -369,7 +370,7 @@ class Trictrac:
 
     def init(self, key) -> State:
         """`init`: a new game, White to play after his first roll."""
-        return _init(key)
+        return init_jit(key)
 
     def step(self, state: State, action, key=None) -> State:
         """`step`: the decision `action`, then the dice rolled with `key`. pgx's signature;
@@ -379,28 +380,28 @@ class Trictrac:
             raise ValueError("Trictrac.step(state, action, key): the key rolls the dice of "
                              "the next decision; step_deterministic(state, action) takes the "
                              "decision alone")
-        return _step(state, action, key, max_steps=self.max_steps)
+        return step_jit(state, action, key, max_steps=self.max_steps)
 
     def step_deterministic(self, state: State, action) -> State:
         """`step_deterministic`: the decision `action`; the result waits for the dice."""
-        return _step_deterministic(state, action, max_steps=self.max_steps)
+        return step_deterministic_jit(state, action, max_steps=self.max_steps)
 
     def chance_step(self, state: State, outcome) -> State:
         """`chance_step`: the dice of chance outcome `outcome` (0..35)."""
-        return _chance_step(state, outcome, max_steps=self.max_steps)
+        return chance_step_jit(state, outcome, max_steps=self.max_steps)
 
     def every_roll(self, afterstates: State, distinct: bool = False) -> tuple[State, State]:
         """`every_roll`: each of `afterstates` [P] after each of the 36 rolls (21 distinct
         ones if `distinct`), [P * R]."""
-        return _every_roll(afterstates, max_steps=self.max_steps, distinct=distinct)
+        return every_roll_jit(afterstates, max_steps=self.max_steps, distinct=distinct)
 
     def observe(self, state: State, player_id=None):
         """float32[217]: `observe` as pgx's `Env.observe` (default: the player to move)."""
-        return _observe(state, player_id)
+        return observe_jit(state, player_id)
 
     def restore(self, state: State) -> State:
         """`restore`: the derived fields of a state loaded from its game fields."""
-        return _restore(state, max_steps=self.max_steps)
+        return restore_jit(state, max_steps=self.max_steps)
 
 
 ENV_IDS = ("trictrac",)

@@ -411,8 +411,8 @@ def jans_dict(jans, listed, player) -> dict:
     """The reference's `dice_jans` (jan name -> move pairs, real board) from RollJans."""
     out = defaultdict(list)
     hit_jan, hit_to = np.asarray(jans.hit_jan), np.asarray(jans.hit_to)
-    for f, slot in zip(*np.nonzero(hit_jan >= 0)):
-        out[scoring.JANS[hit_jan[f, slot]]].append(real_pair((f + 1, hit_to[f, slot], 0, 0), player))
+    for f, die in zip(*np.nonzero(hit_jan >= 0)):
+        out[scoring.JANS[hit_jan[f, die]]].append(real_pair((f + 1, hit_to[f, die], 0, 0), player))
     fill_ways = np.asarray(jans.fill_ways)
     for c in np.nonzero(fill_ways)[0]:
         out[scoring.JANS[scoring.FILLED_QUARTER]] += [real_pair(listed[c], player)] * int(fill_ways[c])

@@ -23,11 +23,11 @@ makes this fast on CPU, where the cost is proportional to the elements touched.
 Games are laid out *game-minor*: every array has the structure axes first (fields,
 candidates, ...) and then `lanes`, trailing axes shared by all arguments: none for one
 position, or one axis of games. Under `jax.vmap`, `legal_moves` and
-`scoring.roll_outcome` move the batch axis there (`lanes.game_minor`): XLA's CPU loops
+`scoring.roll_outcome` move the batch axis there (`lowering.game_minor`): XLA's CPU loops
 then run along contiguous games, whereas with the batch first they run along the short
 structure axes and mostly do not vectorise. For the same reason candidate masks are bytes
 (`_mask`). What every candidate reads about the position (`position`), the first moves,
-the candidates and each list are `lanes.materialised`: computed once, not in each loop
+the candidates and each list are `lowering.materialised`: computed once, not in each loop
 that reads them.
 
 Rules of the form "if any sequence does X, only those are allowed" become reductions over
@@ -53,7 +53,7 @@ import numpy as np
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax.board import LAST_QUARTER, NO_FIELD, NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lanes import (append, game_minor, lookup, materialised, materialising,
+from trictrac_jax.lowering import (append, game_minor, lookup, materialised, materialising,
                                 reduce_candidates)
 from trictrac_jax.state import NUM_ACTIONS
 

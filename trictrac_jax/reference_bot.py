@@ -19,7 +19,7 @@ docs/agents.md), quirks included:
   own action list is Go alone), so this agent goes there.
 
 Engine imports only. Under `jax.vmap` the 512 candidate sequences of every game are scored
-together, game-minor (see lanes.py): no engine step per action.
+together, game-minor (see lowering.py): no engine step per action.
 """
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
-from trictrac_jax import moves as M
+from trictrac_jax.moves import encode, first_listed, move_lists
 from trictrac_jax.arrays import leading
-from trictrac_jax.lanes import game_minor
+from trictrac_jax.lowering import game_minor
 from trictrac_jax.state import NUM_CHECKERS
 
 # The original's terms, each a float32 as it computes them.
@@ -146,9 +146,9 @@ def choose_move(board, dice):
     equal scores the one listed last.
     """
     board = board.astype(jnp.int8)
-    lists = M.move_lists(board, dice)
+    lists = move_lists(board, dice)
     c = lists.candidates
-    listed = M.first_listed(lists.legal, c) > 0  # [N, *lanes]
+    listed = first_listed(lists.legal, c) > 0  # [N, *lanes]
     after, upto = _after(board, B.checkers_upto(board).astype(jnp.int8), c.listed)
     facts = fixed_facts(board)
     facts = Fixed(facts.opponent_ahead[:, None], facts.opponent_last[None])  # per candidate
@@ -157,7 +157,7 @@ def choose_move(board, dice):
     top = listed & (score == best)
     last = jnp.max(jnp.where(top, c.order, -1), axis=0)
     pick = top & (c.order == last)
-    action = M.encode(dice, c.listed, c.listed_ordinal)
+    action = encode(dice, c.listed, c.listed_ordinal)
     return jnp.sum(jnp.where(pick, action, 0), axis=0), jnp.any(listed, axis=0)
 
 

@@ -15,9 +15,9 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
-from trictrac_jax import moves as M
+from trictrac_jax import moves
 from trictrac_jax.board import NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lanes import game_minor, lookup
+from trictrac_jax.lowering import game_minor, lookup
 
 # Jan indices, in the reference's declaration order (the rows of `JAN_TABLE`).
 (FILLED_QUARTER, TRUE_HIT_SMALL, TRUE_HIT_BIG, TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES,
@@ -108,7 +108,7 @@ def _missing_for_quarter(board):
     return n, 6 * quarter + lookup(first, quarter) + 1
 
 
-def _reaching(board, dice, c: M.Candidates):
+def _reaching(board, dice, c: moves.Candidates):
     """(missing, reaching): the checkers missing from the quarter being filled
     (`_missing_for_quarter`), and 5 masks uint8[N, *lanes]: the candidate's listed pair
     brings a checker to the missing field from the k-th possible origin (each distinct
@@ -131,7 +131,7 @@ def _reaching(board, dice, c: M.Candidates):
                for origin, counts in zip(possible, distinct)]
 
 
-def _filled_quarter_ways(board, dice, lists: M.MoveLists):
+def _filled_quarter_ways(board, dice, lists: moves.MoveLists):
     """int32[N, *lanes]: how many times each quarter-filling sequence is counted.
 
     Filling the last 2 missing checkers: every filling sequence counts. The last one: one
@@ -139,12 +139,12 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     sequence that brings a checker from it. Keeping a filled quarter: one way (the reference
     lists its last sequence).
     """
-    seqs = M.first_listed(lists.filling, lists.candidates)
+    seqs = moves.first_listed(lists.filling, lists.candidates)
     missing, reaching = _reaching(board, dice, lists.candidates)
     order = lists.candidates.order  # the reference's list order: unique among `seqs`
     one_missing = jnp.zeros(seqs.shape, jnp.int32)
     for reaches in reaching:  # 5 reductions over [N, *lanes]
-        first_seen = jnp.min(jnp.where(seqs & reaches, order, jnp.int16(M.NO_ORDER)), axis=0)
+        first_seen = jnp.min(jnp.where(seqs & reaches, order, jnp.int16(moves.NO_ORDER)), axis=0)
         one_missing += seqs & (order == first_seen)
     last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1)), axis=0))
     ways = jnp.select([missing == 0, missing == 1, missing == 2],
@@ -152,15 +152,15 @@ def _filled_quarter_ways(board, dice, lists: M.MoveLists):
     return ways.astype(jnp.int32)
 
 
-def _filling_probes(board, dice, c: M.Candidates, filling):
+def _filling_probes(board, dice, c: moves.Candidates, filling):
     """What `_filled_quarter_total` needs of the filling sequences (each listed pair once):
     whether there is one, whether one reaches the missing field from each origin, and how
     many there are."""
-    seqs = M.first_listed(filling, c)
+    seqs = moves.first_listed(filling, c)
     return [seqs] + [seqs & reaches for reaches in _reaching(board, dice, c)[1]], seqs
 
 
-def _filled_quarter_total(board, found: M.Found):
+def _filled_quarter_total(board, found: moves.Found):
     """int32[*lanes]: the sum over the sequences of `_filled_quarter_ways`, without finding
     which sequence each way is counted on (what scoring needs), from what
     `_filling_probes` found."""
@@ -178,21 +178,21 @@ def _plays(seq, die):
     return jnp.any(doable, axis=0).astype(jnp.uint8)
 
 
-def _roll_probes(board, dice, dice8, c: M.Candidates, filling) -> M.Probes:
+def _roll_probes(board, dice, dice8, c: moves.Candidates, filling) -> moves.Probes:
     """What scoring asks of the last pass over the candidates (`moves.Probes`): whether some
     legal sequence plays each die (`dice8`: the dice, int8), and the filling sequences'
     `_filling_probes`."""
     any_masks, count = _filling_probes(board, dice, c, filling)
-    return M.Probes(in_legal=(_plays(c.listed, dice8[0]), _plays(c.listed, dice8[1])),
+    return moves.Probes(in_legal=(_plays(c.listed, dice8[0]), _plays(c.listed, dice8[1])),
                     any=tuple(any_masks), count=count)
 
 
-def roll_lists(board, dice) -> M.MoveLists:
+def roll_lists(board, dice) -> moves.MoveLists:
     """The move lists of view board int[24, *lanes] and dice int[2, *lanes], as `roll_jans`
     reads them: whether some legal sequence plays each die, and the filling sequences'
     `_filling_probes`, found in the lists' last pass over the candidates."""
     dice8 = (dice[0].astype(jnp.int8), dice[1].astype(jnp.int8))
-    return M.move_lists(board, dice, functools.partial(_roll_probes, board, dice, dice8))
+    return moves.move_lists(board, dice, functools.partial(_roll_probes, board, dice, dice8))
 
 
 # --- the jans made by a single move pair ---
@@ -225,7 +225,7 @@ def _needed(field, base):
     return jnp.where(field == OWN_CORNER, base + 2, base)
 
 
-def _true_hit_corner(r: Roll, lists: M.MoveLists):
+def _true_hit_corner(r: Roll, lists: moves.MoveLists):
     """Hit the opponent's empty corner with both dice while holding one's own."""
     src0, src1 = OPP_CORNER - r.v0, OPP_CORNER - r.v1
     at = functools.partial(B.at_field, r.board)
@@ -235,7 +235,7 @@ def _true_hit_corner(r: Roll, lists: M.MoveLists):
     return ok, (src0, OPP_CORNER, src1, OPP_CORNER)
 
 
-def _first_to_exit(r: Roll, lists: M.MoveLists):
+def _first_to_exit(r: Roll, lists: moves.MoveLists):
     """First to bear off all checkers: fewer than 3 left and both dice take them off (the
     reference's test is "beyond field 23", so landing on 24 counts). With 2 checkers left
     the second is the lowest one: one reduction, not two in a row."""
@@ -247,7 +247,7 @@ def _first_to_exit(r: Roll, lists: M.MoveLists):
     return ok, (high, 0, jnp.where(total > 1, second, 0), 0)
 
 
-def _six_tables(r: Roll, lists: M.MoveLists):
+def _six_tables(r: Roll, lists: moves.MoveLists):
     """Six tables on the third roll: 4 single checkers, fields 2..7 missing exactly the two
     fields that the dice reach from field 1."""
     lanes = r.board.ndim - 1
@@ -292,7 +292,7 @@ def _on_own_corner_with_ace(r: Roll):
     return made, (OWN_CORNER, OWN_CORNER + r.v0, OWN_CORNER, OWN_CORNER + r.v1)
 
 
-def _talon_jan(shape, r: Roll, lists: M.MoveLists, *, contre: bool):
+def _talon_jan(shape, r: Roll, lists: moves.MoveLists, *, contre: bool):
     """A talon jan of `shape` (`_both_corners`: two tables, `_on_own_corner_with_ace`:
     mezeas): the roller's while the opponent's corner is empty, the opponent's ("contre")
     while he holds it."""
@@ -301,13 +301,13 @@ def _talon_jan(shape, r: Roll, lists: M.MoveLists, *, contre: bool):
     return made & (held if contre else ~held), pair
 
 
-def _helpless_man(r: Roll, lists: M.MoveLists):
+def _helpless_man(r: Roll, lists: moves.MoveLists):
     """Helpless man: a die that no legal sequence plays (puissance moves play neither);
     `lists.found`: whether some legal sequence plays each die (`roll_lists`). Its pair is
     the first legal sequence."""
     none = ~lists.some
     seq = lists.candidates.listed
-    first = M.earliest(lists.legal, lists.candidates)
+    first = moves.earliest(lists.legal, lists.candidates)
     first_seq = jnp.sum(jnp.where(first, seq, 0), axis=1, dtype=seq.dtype)  # [4, *lanes]
     ok = none | ~lists.found.in_legal[0] | ~lists.found.in_legal[1]
     return ok, tuple(jnp.where(none, 0, first_seq))
@@ -353,7 +353,7 @@ def _pair_row(pair, lanes):
     return jnp.stack([jnp.broadcast_to(jnp.asarray(x, jnp.int32), lanes) for x in pair])
 
 
-def _single_pair_jans(r: Roll, lists: M.MoveLists):
+def _single_pair_jans(r: Roll, lists: moves.MoveLists):
     """(made bool[13, *lanes], pairs int32[13, 4, *lanes]) of the single-pair jans (False
     and zeros for the counted ones)."""
     lanes = r.board.shape[1:]
@@ -389,7 +389,7 @@ def _points(ways, double, lanes):
                       jnp.sum(jnp.maximum(-values, 0), axis=0)])
 
 
-def roll_jans(board, dice, roll_count, lists: M.MoveLists) -> RollJans:
+def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     """Jans of view board int[24, *lanes] rolled `dice` int[2, *lanes]; `roll_count` counts
     this roll.
 
@@ -415,7 +415,7 @@ def roll_outcome(board, dice, roll_count):
     bool whether there is one (see `moves.decision_mask`)."""
     lists = roll_lists(board, dice)
     jans = roll_jans(board, dice, roll_count, lists)
-    return jans.points, M.move_actions(board, dice, lists), lists.some
+    return jans.points, moves.move_actions(board, dice, lists), lists.some
 
 
 def mark_points(points, holes, can_bredouille, scorer, n, opponent):

@@ -55,6 +55,11 @@ class State:
     def env_id(self) -> str:
         return "trictrac"
 
+    @property
+    def done(self) -> jax.Array:
+        """bool[...]: the game is over, won or truncated (`terminated | truncated`)."""
+        return self.terminated | self.truncated
+
 
 def score_lead(state: State, player) -> jax.Array:
     """float32[...]: `player`'s lead in 12 * holes + points (the game's bookkeeping) over his

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.arrays import prefix_sum
-from trictrac_jax.lanes import lowering
+from trictrac_jax import lowering
 
 
 def candidate_worths(states, actions, valid, worth):
@@ -20,13 +20,13 @@ def candidate_worths(states, actions, valid, worth):
     bool[B, K] those to score, and `worth(states[P], actions[P]) -> float32[P]` scores
     candidates, a pass of at most `Lowering.candidates_per_pass` pairs at a time (memory
     stays bounded). With at most `Lowering.every_pair_up_to` candidates a game (a
-    lookahead's few likeliest moves on an accelerator), every (game, slot) pair is scored in
+    lookahead's few likeliest moves on an accelerator), every (game, column) pair is scored in
     a fixed number of passes: the compiled program knows its trip count. Otherwise (greedy's
     every action, mostly illegal; any candidates on the CPU) the valid pairs of the whole
-    batch, in order of game then slot, form one flat list scored a pass at a time while any
+    batch, in order of game then column, form one flat list scored a pass at a time while any
     remain: the work follows their number, not B x K."""
     batch, width = actions.shape
-    settings = lowering()
+    settings = lowering.current()
     if width <= settings.every_pair_up_to:
         per_pass = min(batch * width, settings.candidates_per_pass)
         return _every_pair_worths(states, actions, valid, worth, per_pass)
@@ -35,11 +35,11 @@ def candidate_worths(states, actions, valid, worth):
 
 
 def _scored(states, actions, worth, pair):
-    """float32[P]: `worth` of the flat (game, slot) pairs `pair` int32[P] (g * K + k; a
-    negative entry scores game 0's last slot, to be dropped)."""
+    """float32[P]: `worth` of the flat (game, column) pairs `pair` int32[P] (g * K + k; a
+    negative entry scores game 0's last column, to be dropped)."""
     width = actions.shape[1]
-    game, slot = jnp.maximum(pair, 0) // width, pair % width
-    return worth(jax.tree.map(lambda x: x[game], states), actions[game, slot])
+    game, column = jnp.maximum(pair, 0) // width, pair % width
+    return worth(jax.tree.map(lambda x: x[game], states), actions[game, column])
 
 
 def _every_pair_worths(states, actions, valid, worth, per_pass: int):
@@ -58,7 +58,7 @@ def _valid_pair_worths(states, actions, valid, worth, per_pass: int):
     """`candidate_worths` of the valid pairs only, as one flat list scored `per_pass` at a
     time in a while loop of as many passes as they need."""
     batch, width = actions.shape
-    rank = prefix_sum(valid.astype(jnp.int32), -1)  # [B, K]: 1 for the first valid slot
+    rank = prefix_sum(valid.astype(jnp.int32), -1)  # [B, K]: 1 for the first valid column
     count = rank[:, -1]
     start = jnp.concatenate([jnp.zeros(1, count.dtype), prefix_sum(count, 0)[:-1]])
     # The flat list: pair (g, k) = g * K + k at start[g] + rank - 1, -1 after the last.
@@ -81,9 +81,9 @@ def _valid_pair_worths(states, actions, valid, worth, per_pass: int):
 
 def best_candidates(states, actions, valid, default, worth):
     """int32[B]: for each game of `states` [B], its best valid candidate action
-    (`candidate_worths`), ties to the lowest slot k; a game without a valid candidate plays
+    (`candidate_worths`), ties to the lowest column k; a game without a valid candidate plays
     `default` int32[B]."""
     worths = candidate_worths(states, actions, valid, worth)
-    slot = jnp.argmax(worths, -1)
-    chosen = jnp.take_along_axis(actions, slot[:, None], -1)[:, 0]
+    column = jnp.argmax(worths, -1)
+    chosen = jnp.take_along_axis(actions, column[:, None], -1)[:, 0]
     return jnp.where(jnp.any(valid, -1), chosen, default).astype(jnp.int32)

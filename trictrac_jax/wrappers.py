@@ -44,7 +44,7 @@ Conventions, as gymnax 1.0's `Environment`:
   "returned_episode_returns" and "returned_episode_lengths" are those of the last finished
   one, "returned_episode_valid" once there is one.
 
-Opponents are agents `(key, state) -> action` (`agents`, `players.load_agent`), or an
+Opponents are agents `(key, state) -> action` (`agents`, `network_agents.load_agent`), or an
 `Opponent` whose action may depend on parameters passed in `EnvParams.opponent`: the
 networks of a pool that changes during training, say, without compiling `step` again.
 """
@@ -177,10 +177,6 @@ class EnvState:
     def legal_action_mask(self):
         """bool[514]: the learner's legal actions (all True once the game is over)."""
         return self.game.legal_action_mask
-
-
-def _done(game: State):
-    return game.terminated | game.truncated
 
 
 def _select(pred, a, b):
@@ -368,7 +364,7 @@ class SingleAgent:
             state.time + 1 >= params.max_steps_in_episode)
 
         def going(c: _Turns):
-            return c.first | (~_done(c.game) & (c.game.current_player != c.seat))
+            return c.first | (~c.game.done & (c.game.current_player != c.seat))
 
         def turn(c: _Turns) -> _Turns:
             key, k_act, k_step = jax.random.split(c.key, 3)
@@ -381,7 +377,7 @@ class SingleAgent:
             c = c._replace(game=game, first=jnp.bool_(False), gained=gained, key=key)
             if new is None:
                 return c
-            over = (_done(game) | (time_up & (game.current_player == c.seat))) & ~c.ended
+            over = (game.done | (time_up & (game.current_player == c.seat))) & ~c.ended
             return c._replace(game=_select(over, new.game, game),
                               seat=jnp.where(over, new.seat, c.seat),
                               opponent=jnp.where(over, new.opponent, c.opponent),
@@ -398,7 +394,7 @@ class SingleAgent:
         else:
             reward = (score_lead(finished, state.seat) - score_lead(state.game, state.seat)
                       ) / self.margin_scale
-        ended = _done(finished) | time_up
+        ended = finished.done | time_up
         time, episode_return = state.time + 1, state.episode_return + reward
         finished = state.replace(
             time=time, game=finished, episode_return=episode_return,

@@ -53,7 +53,7 @@ class SearchOutput(NamedTuple):
     action: jax.Array  # int32[B], the move to play
     policy: jax.Array  # float32[B, 514], the search policy (training target)
     value: jax.Array  # float32[B], the root value (mover's view, minus his banked margin)
-    tree: Any  # mctx.Tree of the decision part, K slots wide, or None (the lookahead)
+    tree: Any  # mctx.Tree of the decision part, K columns wide, or None (the lookahead)
 
 
 SearchFn = Callable[[Params, jax.Array, State], SearchOutput]
@@ -64,7 +64,7 @@ class Actors:
     """The games being played: states [G] (decision nodes) and episode numbers [G]."""
 
     states: State
-    episode: jax.Array  # int32[G], games finished so far in each slot
+    episode: jax.Array  # int32[G], games finished so far at each game index
 
 
 @struct.dataclass
@@ -81,8 +81,8 @@ class Steps:
     after_player: jax.Array  # int32[...], colour to roll at the afterstate
     after_banked: jax.Array  # float32[...], that player's banked margin there
     after_valid: jax.Array  # bool[...], the afterstate is not terminal (has a value to learn)
-    game: jax.Array  # int32[...], game slot
-    episode: jax.Array  # int32[...], the slot's episode number
+    game: jax.Array  # int32[...], the game's index in the batch
+    episode: jax.Array  # int32[...], that index's episode number
 
 
 class Played(NamedTuple):

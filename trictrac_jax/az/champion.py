@@ -10,7 +10,7 @@
 loadable so that anyone can replay that match. A file holds the network's parameters
 (float32), the config of the run that trained it, and its provenance (command, iterations,
 wall-clock, hardware, evaluation), serialised with `flax.serialization`: no checkpoint
-or run directory is needed to read it. `players.load_agent("champion")` plays it.
+or run directory is needed to read it. `network_agents.load_agent("champion")` plays it.
 """
 from __future__ import annotations
 

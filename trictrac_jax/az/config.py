@@ -141,7 +141,7 @@ class SearchConfig(Section):
     # valued over the 36 rolls after it (as the champion plays); num_simulations unused.
     algorithm: str = setting("stochastic", one_of("stochastic", "gumbel", "lookahead"))
     num_simulations: int = setting(32, at_least(1))
-    # Action slots per tree node: the trees are this wide, not 514 (mctx's bookkeeping
+    # Action columns per tree node: the trees are this wide, not 514 (mctx's bookkeeping
     # grows with the width). A node with more legal actions keeps the ones with the
     # highest prior logits. 256: no position seen has more (max 204 in 3M random-play
     # decisions, 151 in the golden data); see docs/training.md.

@@ -53,7 +53,7 @@ def play_match(env: Trictrac, agent_a, agent_b, key, games: int):
 
     def running(carry):
         states, _, _ = carry
-        return ~jnp.all(states.terminated | states.truncated)
+        return ~jnp.all(states.done)
 
     def turn(carry):
         states, result, key = carry

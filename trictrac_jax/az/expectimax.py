@@ -42,7 +42,7 @@ def reply_worth(model: Model, params: Params, states: State, top_k: int):
     his banked margin, of his best move among the policy's `top_k` likeliest legal moves,
     each valued by `model.rolled_worth`; 0 in finished games (nothing is to come)."""
     actions, legal, _ = S.likeliest(model, params, states, top_k)
-    ended = M.done(states)
+    ended = states.done
     worth = candidate_worths(states, actions, legal & ~ended[:, None],
                              lambda s, a: M.rolled_worth(model, params, a, s))
     return jnp.where(ended, 0.0, jnp.max(worth, -1))
@@ -75,12 +75,12 @@ def rollout_worths(model: Model, params: Params, states: State, actions, keys,
 
     def going(carry):
         s, t = carry
-        return jnp.any(~(M.done(s) | new_setting(s))) & (t < max_decisions)
+        return jnp.any(~(s.done | new_setting(s))) & (t < max_decisions)
 
     def decide(carry):
         s, t = carry
         logits, _ = N.apply(model.net, params, s.observation, s.legal_action_mask)
-        stopped = M.done(s) | new_setting(s)
+        stopped = s.done | new_setting(s)
         nxt = jax.vmap(env.step)(s, jnp.argmax(logits, -1).astype(jnp.int32), dice(t))
         return select_tree(stopped, s, nxt), t + 1
 
@@ -88,6 +88,6 @@ def rollout_worths(model: Model, params: Params, states: State, actions, keys,
     value = M.evaluate(model, params, end).value
     value = jnp.where(end.current_player == mover, value, -value)
     # a game that ended: rewards of its last step, still in the state (stepping stops there)
-    value = jnp.where(M.done(end), M.utility(model, end, end.rewards, mover),
+    value = jnp.where(end.done, M.utility(model, end, end.rewards, mover),
                       value + M.banked(model, end, mover))
     return value - banked_before

@@ -30,11 +30,6 @@ def model_from_config(config: Config) -> Model:
                  margin_scale=config.selfplay.margin_scale)
 
 
-def done(state: State):
-    """bool[...]: the game is over (won or truncated)."""
-    return state.terminated | state.truncated
-
-
 def evaluate(model: Model, params: Params, states: State) -> Evaluation:
     """The network's masked logits [B, 514] and value [B] of `states` [B]."""
     return Evaluation(*N.apply(model.net, params, states.observation,
@@ -70,7 +65,7 @@ def transition(model: Model, params: Params, after: State, nxt: State, mover, ba
     the decision was `banked_before`: its reward, discount, and the network's view of
     `nxt`."""
     logits, value = evaluate(model, params, nxt)
-    ended_before, ended = done(after), done(nxt)
+    ended_before, ended = after.done, nxt.done
     # A game ended by the decision itself: chance_step is then a no-op with zero rewards,
     # so the decision's rewards are read from the afterstate.
     reward = jnp.where(ended_before, utility(model, after, after.rewards, mover),
@@ -101,7 +96,7 @@ def afterstate(model: Model, params: Params, action, states: State):
     value = evaluate(model, params, after).value  # the player to roll's view
     value = jnp.where(after.current_player == mover, value, -value)
     value += banked(model, after, mover)  # banked margins are antisymmetric, as utilities
-    value = jnp.where(done(after), utility(model, after, after.rewards, mover), value)
+    value = jnp.where(after.done, utility(model, after, after.rewards, mover), value)
     value -= banked_before
     return Afterstate(after, mover, banked_before), value
 

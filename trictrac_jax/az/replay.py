@@ -1,8 +1,9 @@
 """A replay buffer on device whose value targets arrive when each game ends.
 
-Decisions are written as they are played, tagged with their game slot and the slot's episode
-number. When a game ends, its final utility (per colour) goes into a small outcome table
-indexed by (slot, episode mod R); a decision's target is looked up there at sampling time,
+Decisions are written as they are played, tagged with their game's index in the batch of G
+games and that index's episode number (a finished game's index plays the next episode).
+When a game ends, its final utility (per colour) goes into a small outcome table indexed by
+(game index, episode mod R); a decision's target is looked up there at sampling time,
 and only decisions whose game has ended (and is still in the table) are sampled. So no
 trajectory is cut at an iteration boundary and games may last any number of iterations.
 """
@@ -18,7 +19,7 @@ from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE
 
 @struct.dataclass
 class Replay:
-    """The buffer: C stored decisions and the outcome table of G game slots x R rows."""
+    """The buffer: C stored decisions and the outcome table of G game indices x R rows."""
 
     steps: Steps  # [C]
     filled: jax.Array  # bool[C]
@@ -28,7 +29,7 @@ class Replay:
 
 
 def table_rows(capacity: int, games: int) -> int:
-    """R: outcome-table rows per slot. A slot's decisions stay in the buffer for about
+    """R: outcome-table rows per game index. An index's decisions stay in the buffer for about
     capacity / games decisions; games last far more than 4 decisions, so no episode still in
     the buffer loses its row (a lost row only makes its decisions unsampled)."""
     return -(-capacity // games) // 4 + 2
@@ -59,17 +60,18 @@ def add(replay: Replay, steps: Steps, done, utility) -> Replay:
     new_steps = jax.tree.map(lambda buf, x: buf.at[idx].set(x), replay.steps, flat)
 
     games, rows = replay.table_episode.shape
-    slot = jnp.where(done, steps.game, games)  # out of bounds: dropped
+    game = jnp.where(done, steps.game, games)  # out of bounds: dropped
     row = steps.episode % rows
     return replay.replace(
         steps=new_steps, filled=replay.filled.at[idx].set(True),
         ptr=(replay.ptr + n) % capacity,
-        table_episode=replay.table_episode.at[slot, row].set(steps.episode, mode="drop"),
-        table_utility=replay.table_utility.at[slot, row].set(utility, mode="drop"))
+        table_episode=replay.table_episode.at[game, row].set(steps.episode, mode="drop"),
+        table_utility=replay.table_utility.at[game, row].set(utility, mode="drop"))
 
 
 def outcome(replay: Replay, game, episode):
-    """(known bool[...], final utility float32[..., 2] by colour) of (slot `game`, `episode`)."""
+    """(known bool[...], final utility float32[..., 2] by colour) of (game index `game`,
+    `episode`)."""
     row = episode % replay.table_episode.shape[1]
     return replay.table_episode[game, row] == episode, replay.table_utility[game, row]
 

@@ -15,12 +15,12 @@ Illegal actions are masked at every node: their prior logit is `MASKED_LOGIT` an
 PUCT search, their score too.
 
 The trees are K = `config.max_actions` actions wide, not 514: mctx's bookkeeping grows with
-the width of its action axis. Each decision node (`Node`) carries the table of its K *slots*:
-its legal actions in ascending index order, then `UNUSED_SLOT` in the slots left over. A node
+the width of its action axis. Each decision node (`Node`) carries the table of its K *columns*:
+its legal actions in ascending index order, then `UNUSED_COLUMN` in the columns left over. A node
 with more than K legal actions keeps the K with the highest prior logits (ordered by
-descending logit). The recurrent functions map slot -> action, priors are gathered into the
-slots, and the root policy is scattered back to the 514 actions. With K above every node's
-number of legal actions, slots only relabel the actions (order kept), and the search is the
+descending logit). The recurrent functions map column -> action, priors are gathered into the
+columns, and the root policy is scattered back to the 514 actions. With K above every node's
+number of legal actions, columns only relabel the actions (order kept), and the search is the
 514-wide one (tests/test_search.py says how exactly).
 """
 from __future__ import annotations
@@ -40,87 +40,87 @@ from trictrac_jax.env import has_choice
 from trictrac_jax.worths import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
 
-# The action of an unused slot: Roll, never legal at a decision (taking it forfeits the
-# game), never chosen by the search (unused slots are masked as illegal actions are).
-UNUSED_SLOT = 0
+# The action of an unused column: Roll, never legal at a decision (taking it forfeits the
+# game), never chosen by the search (unused columns are masked as illegal actions are).
+UNUSED_COLUMN = 0
 
 
 @struct.dataclass
 class Node:
-    """A decision node of the tree: its State and the actions of its K slots."""
+    """A decision node of the tree: its State and the actions of its K columns."""
 
     state: State
-    actions: jax.Array  # int32[K]: slot -> action index, UNUSED_SLOT where unused
+    actions: jax.Array  # int32[K]: column -> action index, UNUSED_COLUMN where unused
 
 
-def slot_actions(mask, logits, k: int):
-    """int32[B, k]: the slot table of nodes with legal actions bool[B, 514] and prior logits
-    float32[B, 514]: the legal actions in ascending index order, UNUSED_SLOT after them; a
+def column_actions(mask, logits, k: int):
+    """int32[B, k]: the column table of nodes with legal actions bool[B, 514] and prior logits
+    float32[B, 514]: the legal actions in ascending index order, UNUSED_COLUMN after them; a
     node with more than k legal actions gets the k with the highest logits instead (by
     descending logit, ties by index). One top_k ranks both cases: by -index, or by logit."""
     fits = mask.sum(-1, keepdims=True) <= k
     rank = jnp.where(fits, -jnp.arange(NUM_ACTIONS, dtype=jnp.float32), logits)
     top, actions = jax.lax.top_k(jnp.where(mask, rank, -jnp.inf), k)
-    return jnp.where(top > -jnp.inf, actions, UNUSED_SLOT).astype(jnp.int32)
+    return jnp.where(top > -jnp.inf, actions, UNUSED_COLUMN).astype(jnp.int32)
 
 
-def to_slots(logits, actions):
-    """float32[B, K]: the logits [B, 514] of each slot's action, MASKED_LOGIT in unused
-    slots."""
-    valid = actions != UNUSED_SLOT
+def to_columns(logits, actions):
+    """float32[B, K]: the logits [B, 514] of each column's action, MASKED_LOGIT in unused
+    columns."""
+    valid = actions != UNUSED_COLUMN
     return jnp.where(valid, jnp.take_along_axis(logits, actions, -1), N.MASKED_LOGIT)
 
 
-def from_slots(weights, actions):
-    """float32[B, 514]: slot weights [B, K] scattered to their actions (0 elsewhere, and
-    the weight of unused slots dropped)."""
+def from_columns(weights, actions):
+    """float32[B, 514]: column weights [B, K] scattered to their actions (0 elsewhere, and
+    the weight of unused columns dropped)."""
     rows = jnp.arange(actions.shape[0])[:, None]
-    target = jnp.where(actions != UNUSED_SLOT, actions, NUM_ACTIONS)  # out of range: dropped
+    target = jnp.where(actions != UNUSED_COLUMN, actions, NUM_ACTIONS)  # out of range: dropped
     return jnp.zeros((actions.shape[0], NUM_ACTIONS), weights.dtype).at[rows, target].set(
         weights, mode="drop")
 
 
 def decision_node(states: State, logits, k: int):
-    """(slot logits float32[B, k], Node [B]) of decision `states` [B] with prior logits
-    [B, 514]. A finished game has no slots: nothing below it is backed up (discount 0), and
-    its all-True mask would otherwise fill every slot."""
-    mask = states.legal_action_mask & ~M.done(states)[:, None]
-    actions = slot_actions(mask, logits, k)
-    return to_slots(logits, actions), Node(states, actions)
+    """(column logits float32[B, k], Node [B]) of decision `states` [B] with prior logits
+    [B, 514]. A finished game has no columns: nothing below it is backed up (discount 0), and
+    its all-True mask would otherwise fill every column."""
+    mask = states.legal_action_mask & ~states.done[:, None]
+    actions = column_actions(mask, logits, k)
+    return to_columns(logits, actions), Node(states, actions)
 
 
-def slot_action(slot, nodes: Node):
-    """int32[B]: the action of `slot` [B] at each node."""
-    return jnp.take_along_axis(nodes.actions, slot[:, None].astype(jnp.int32), -1)[:, 0]
+def column_action(column, nodes: Node):
+    """int32[B]: the action of `column` [B] at each node."""
+    return jnp.take_along_axis(nodes.actions, column[:, None].astype(jnp.int32), -1)[:, 0]
 
 
-# The model's recurrent functions over K slots (decision nodes embed a `Node`); mctx calls
+# The model's recurrent functions over K columns (decision nodes embed a `Node`); mctx calls
 # them as `functools.partial(fn, model, k)`.
 
-def slotted_root(model: Model, k: int, params: Params, states: State) -> mctx.RootFnOutput:
-    """The root of a tree over states [B]: slot priors, the network's value, the Nodes."""
+def column_root(model: Model, k: int, params: Params, states: State) -> mctx.RootFnOutput:
+    """The root of a tree over states [B]: column priors, the network's value, the Nodes."""
     logits, value = M.evaluate(model, params, states)
-    slot_logits, nodes = decision_node(states, logits, k)
-    return mctx.RootFnOutput(prior_logits=slot_logits, value=value, embedding=nodes)
+    column_logits, nodes = decision_node(states, logits, k)
+    return mctx.RootFnOutput(prior_logits=column_logits, value=value, embedding=nodes)
 
 
-def slotted_decision_fn(model: Model, k: int, params: Params, key, slot, nodes: Node):
-    """`model.decision_fn` of the action in `slot`."""
-    return M.decision_fn(model, params, key, slot_action(slot, nodes), nodes.state)
+def column_decision_fn(model: Model, k: int, params: Params, key, column, nodes: Node):
+    """`model.decision_fn` of the action in `column`."""
+    return M.decision_fn(model, params, key, column_action(column, nodes), nodes.state)
 
 
-def slotted_chance_fn(model: Model, k: int, params: Params, key, outcome, after):
-    """`model.chance_fn`, the rolled State as a Node with its slot priors."""
+def column_chance_fn(model: Model, k: int, params: Params, key, outcome, after):
+    """`model.chance_fn`, the rolled State as a Node with its column priors."""
     out, nxt = M.chance_fn(model, params, key, outcome, after)
-    slot_logits, nodes = decision_node(nxt, out.action_logits, k)
-    return out.replace(action_logits=slot_logits), nodes
+    column_logits, nodes = decision_node(nxt, out.action_logits, k)
+    return out.replace(action_logits=column_logits), nodes
 
 
-def slotted_sampled_fn(model: Model, k: int, params: Params, key, slot, nodes: Node):
-    """`model.sampled_fn` of the action in `slot`, the next State as a Node."""
-    out, nxt = M.sampled_fn(model, params, key, slot_action(slot, nodes), nodes.state)
-    slot_logits, nodes = decision_node(nxt, out.prior_logits, k)
-    return out.replace(prior_logits=slot_logits), nodes
+def column_sampled_fn(model: Model, k: int, params: Params, key, column, nodes: Node):
+    """`model.sampled_fn` of the action in `column`, the next State as a Node."""
+    out, nxt = M.sampled_fn(model, params, key, column_action(column, nodes), nodes.state)
+    column_logits, nodes = decision_node(nxt, out.prior_logits, k)
+    return out.replace(prior_logits=column_logits), nodes
 
 
 def _masked_puct_qtransform(tree, node_index):
@@ -134,17 +134,17 @@ def _masked_puct_qtransform(tree, node_index):
 
 def tree_search(params: Params, key, states: State, *, model: Model, config: SearchConfig,
                 explore: bool) -> SearchOutput:
-    """mctx's stochastic or Gumbel MuZero search over `config.max_actions` slots.
+    """mctx's stochastic or Gumbel MuZero search over `config.max_actions` columns.
 
     `explore`: Dirichlet noise and visit-count sampling (stochastic) or Gumbel noise
     (gumbel) for self-play; without it the search plays its best action."""
     k = config.max_actions
-    root = slotted_root(model, k, params, states)
-    invalid = root.embedding.actions == UNUSED_SLOT
+    root = column_root(model, k, params, states)
+    invalid = root.embedding.actions == UNUSED_COLUMN
     if config.algorithm == "stochastic":
         out = mctx.stochastic_muzero_policy(
-            params, key, root, functools.partial(slotted_decision_fn, model, k),
-            functools.partial(slotted_chance_fn, model, k),
+            params, key, root, functools.partial(column_decision_fn, model, k),
+            functools.partial(column_chance_fn, model, k),
             num_simulations=config.num_simulations, invalid_actions=invalid,
             qtransform=_masked_puct_qtransform,
             dirichlet_fraction=config.dirichlet_fraction if explore else 0.0,
@@ -152,13 +152,13 @@ def tree_search(params: Params, key, states: State, *, model: Model, config: Sea
             temperature=config.temperature if explore else 0.0)
     else:
         out = mctx.gumbel_muzero_policy(
-            params, key, root, functools.partial(slotted_sampled_fn, model, k),
+            params, key, root, functools.partial(column_sampled_fn, model, k),
             num_simulations=config.num_simulations, invalid_actions=invalid,
             max_num_considered_actions=config.max_num_considered_actions,
             gumbel_scale=1.0 if explore else 0.0)
     root_value = out.search_tree.node_values[:, mctx.Tree.ROOT_INDEX]
-    return SearchOutput(slot_action(out.action, root.embedding),
-                        from_slots(out.action_weights, root.embedding.actions),
+    return SearchOutput(column_action(out.action, root.embedding),
+                        from_columns(out.action_weights, root.embedding.actions),
                         root_value, out.search_tree)
 
 
@@ -206,10 +206,10 @@ def lookahead_search(params: Params, key, states: State, *, model: Model,
     worth = candidate_worths(states, actions, legal, lambda s, a: M.rolled_worth(
         model, params, a, s, config.distinct_rolls))
     scaled = worth / config.worth_temperature
-    slot = jax.random.categorical(key, scaled) if explore else jnp.argmax(worth, -1)
+    column = jax.random.categorical(key, scaled) if explore else jnp.argmax(worth, -1)
     best = jnp.max(worth, -1)
-    return SearchOutput(jnp.take_along_axis(actions, slot[:, None], -1)[:, 0],
-                        from_slots(jax.nn.softmax(scaled, -1), actions),
+    return SearchOutput(jnp.take_along_axis(actions, column[:, None], -1)[:, 0],
+                        from_columns(jax.nn.softmax(scaled, -1), actions),
                         jnp.where(best > -jnp.inf, best, value), None)
 
 

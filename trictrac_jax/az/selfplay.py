@@ -32,7 +32,7 @@ def decide(params: Params, key, actors: Actors, *, model: Model, search_fn: Sear
     nxt = jax.vmap(env.chance_step)(after, jax.vmap(sample_outcome)(
         jax.random.split(k_dice, games)))
     rewards = after.rewards + nxt.rewards  # a game may end at the decision or the roll
-    done = nxt.terminated | nxt.truncated
+    done = nxt.done
     colours = jnp.arange(2, dtype=jnp.int32)
     utility = functools.partial(M.utility, model)
     by_colour = jax.vmap(jax.vmap(utility, (None, None, 0)), (0, 0, None))
@@ -41,7 +41,7 @@ def decide(params: Params, key, actors: Actors, *, model: Model, search_fn: Sear
                    banked=M.banked(model, s, s.current_player),
                    after_obs=after.observation, after_player=after.current_player,
                    after_banked=M.banked(model, after, after.current_player),
-                   after_valid=~(after.terminated | after.truncated),
+                   after_valid=~after.done,
                    game=jnp.arange(games, dtype=jnp.int32), episode=actors.episode)
     fresh = jax.vmap(env.init)(jax.random.split(k_new, games))  # a lookup, no roll
     played = Played(steps=record, done=done, utility=by_colour(nxt, rewards, colours),

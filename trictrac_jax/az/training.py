@@ -1,6 +1,6 @@
 """The AlphaZero loop's device functions: the optimiser, the loss, a self-play step and a
 training step, pure functions of a run's `Config` (static: jit them with
-`static_argnums=0`, as train/az.py does), data-parallel over all devices (`jax.sharding`).
+`static_argnums=0`, as `run.py` does), data-parallel over all devices (`jax.sharding`).
 
 Batches (games, replay buffer, minibatches) are split over a 1-D mesh axis `data`; the
 parameters and optimiser state are replicated, so XLA all-reduces the gradients.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +23,7 @@ from trictrac_jax.az import network as N
 from trictrac_jax.az import replay as R
 from trictrac_jax.az import search as S
 from trictrac_jax.az import selfplay
-from trictrac_jax.az.base import Actors, Params, Steps, TrainState
+from trictrac_jax.az.base import Actors, Model, Params, Steps, TrainState
 from trictrac_jax.az.config import Config, TrainingConfig
 from trictrac_jax.az.model import model_from_config
 
@@ -105,15 +106,34 @@ def make_optimizer(tc: TrainingConfig) -> optax.GradientTransformation:
     return optax.chain(*clip, optax.adamw(lr, weight_decay=tc.weight_decay))
 
 
+class Parts(NamedTuple):
+    """What a run's config builds (`parts`): the model (the simulator, the network as
+    self-play evaluates it, the value target), the network as it trains (float32) and its
+    optimiser."""
+
+    model: Model
+    net: N.PolicyValueNet
+    optimizer: optax.GradientTransformation
+
+
+@functools.lru_cache(maxsize=16)
+def parts(config: Config) -> Parts:
+    """The `Parts` of `config`, built once per config (hashable) in the process."""
+    return Parts(model_from_config(config), N.make_network(config.network),
+                   make_optimizer(config.training))
+
+
 def loss_fn(net: N.PolicyValueNet, value_weight: float, params: Params, steps: Steps, z,
             z_after):
     """Policy cross-entropy to the search policy + value_weight * value MSE, the value
     learned on decision states (target z) and on non-terminal afterstates (z_after).
     Shapes: steps [B], z [B], z_after [B]. Returns (loss, metrics)."""
     obs = jnp.concatenate([steps.obs, steps.after_obs])
-    logits, values = net.apply({"params": params}, obs)
+    # one pass over both; the afterstates' logits are not used (their mask: all legal)
+    mask = jnp.concatenate([steps.mask, jnp.ones_like(steps.mask)])
+    logits, values = N.apply(net, params, obs, mask)
     batch = steps.mover.shape[0]
-    logp = jax.nn.log_softmax(N.masked_logits(logits[:batch], steps.mask))
+    logp = jax.nn.log_softmax(logits[:batch])
     policy_loss = -jnp.mean(jnp.sum(steps.policy * logp, -1))
     err = jnp.concatenate([values[:batch] - z, values[batch:] - z_after]) ** 2
     weight = jnp.concatenate([jnp.ones(batch), steps.after_valid.astype(jnp.float32)])
@@ -141,9 +161,10 @@ def device_config(config: Config) -> Config:
 def new_state(config: Config, key) -> TrainState:
     """A fresh network and optimiser (on the default device; `init_state` replicates it)."""
     k_params, k_run = jax.random.split(key)
-    params = N.init_params(N.make_network(config.network), k_params)
-    return TrainState(params=params, opt_state=make_optimizer(config.training).init(params),
-                      step=jnp.int32(0), key=k_run)
+    built = parts(config)
+    params = N.init_params(built.net, k_params)
+    return TrainState(params=params, opt_state=built.optimizer.init(params), step=jnp.int32(0),
+                      key=k_run)
 
 
 def init_state(config: Config, key) -> TrainState:
@@ -159,7 +180,7 @@ def warm_state(config: Config, state: TrainState, params: Params) -> TrainState:
     params = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype),
                           N.deepen(params, fresh), fresh)
     return replicate(state.replace(params=params,
-                                   opt_state=make_optimizer(config.training).init(params)))
+                                   opt_state=parts(config).optimizer.init(params)))
 
 
 def abstract_state(config: Config) -> TrainState:
@@ -176,7 +197,7 @@ def start_games(config: Config, key, mesh: Mesh | None = None) -> tuple[Actors, 
     """Fresh games and an empty buffer, split over the devices of `mesh` (default: all,
     `make_mesh`)."""
     sp = config.selfplay
-    actors = selfplay.start(model_from_config(config).env, key, sp.batch_size)
+    actors = selfplay.start(parts(config).model.env, key, sp.batch_size)
     buffer = R.empty(config.replay.capacity, sp.batch_size)
     return shard_leading((actors, buffer), mesh or make_mesh())
 
@@ -185,7 +206,7 @@ def selfplay_step(config: Config, params: Params, actors: Actors, buffer: R.Repl
                   mesh: Mesh | None = None):
     """Play `selfplay.steps_per_iteration` decisions in every game with the run's search
     (exploring); store them. Returns (actors, buffer, stats)."""
-    model = model_from_config(config)
+    model = parts(config).model
     search_fn = functools.partial(S.search, model=model, config=config.search, explore=True)
     actors, played = selfplay.play(params, key, actors, model=model, search_fn=search_fn,
                                    steps=config.selfplay.steps_per_iteration)
@@ -207,8 +228,7 @@ def train_step(config: Config, state: TrainState, buffer: R.Replay, key,
                mesh: Mesh | None = None):
     """`training.updates_per_iteration` updates on minibatches sampled from the ready
     decisions. Returns (state, mean metrics)."""
-    tc = config.training
-    net, optimizer = N.make_network(config.network), make_optimizer(tc)
+    tc, (_, net, optimizer) = config.training, parts(config)
     mesh = mesh or make_mesh()
     steps, z, z_after = R.sample(buffer, key, (tc.updates_per_iteration, tc.batch_size),
                                  config.replay.bootstrap)

@@ -84,7 +84,7 @@ def _on_board(board):
 def violations(env: Trictrac, prev: State, op, action, outcome, nxt: State):
     """bool[len(INVARIANTS)]: which invariants the step `prev` -> `nxt` of one game breaks,
     given the function `op` (STEP, DECIDE, ROLL) with `action` or `outcome` it was given."""
-    finished = prev.terminated | prev.truncated
+    finished = prev.done
     decision = ~finished & ~prev.is_chance
     in_range = (action >= 0) & (action < NUM_ACTIONS)
     legal = in_range & prev.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)]
@@ -93,7 +93,7 @@ def violations(env: Trictrac, prev: State, op, action, outcome, nxt: State):
     absorbing = prev.terminated | (prev.truncated & ~prev.is_chance)
     no_op = ((op == DECIDE) & prev.is_chance) | ((op == ROLL) & ~(
         prev.is_chance & (outcome >= 0) & (outcome < NUM_CHANCE_OUTCOMES)))
-    done = nxt.terminated | nxt.truncated
+    done = nxt.done
     mover = prev.current_player
 
     count = _on_board(nxt._board)
@@ -145,7 +145,7 @@ def violations(env: Trictrac, prev: State, op, action, outcome, nxt: State):
 
 def _coverage(prev: State, op, action, outcome, nxt: State):
     """bool[len(COVERAGE)]: what this step of one game exercised."""
-    finished = prev.terminated | prev.truncated
+    finished = prev.done
     illegal = ~prev.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)] | (action < 0) | (
         action >= NUM_ACTIONS)
     ended = nxt.terminated & ~prev.terminated
@@ -174,7 +174,7 @@ def fuzz(env: Trictrac, key, iterations: int, batch: int):
     def body(carry, key):
         state, bad_rate, counts, seen = carry
         k_start, k_restart, k_inputs, k_step = jax.random.split(key, 4)
-        finished = state.terminated | state.truncated
+        finished = state.done
         restart = finished & (jax.random.uniform(k_restart, (batch,)) < RESTART_RATE)
         state, bad_rate = pick(restart, start(k_start), (state, bad_rate))
         op, action, outcome = jax.vmap(_inputs)(jax.random.split(k_inputs, batch), state,

@@ -517,9 +517,9 @@ def spill_bytes(k: Kernel, elements_per_trip: int = 16) -> float:
     return k.spills * threads * max(1.0, k.elements / max(threads, 1) / elements_per_trip)
 
 
-# Fitted to random play measured on one H100 (jax 0.11.2, trictrac-jax at ea19265 and pgx
-# backgammon 2.6.0, 1,024 to 131,072 games, the plain loop): within 13% of every
-# measurement (docs/gpu-program.md, "The model"). Host syncs: fitted at 68ff02b (none since).
+# Fitted to random play measured on one H100 (trictrac-jax and pgx backgammon, 1,024 to
+# 131,072 games, the plain loop); the fit, its error and the code measured:
+# docs/gpu-program.md, "The model".
 H100_MODEL = TimeModel(seconds_per_kernel=1.0e-6, seconds_per_host_sync=22e-6,
                        bytes_per_second=1.0e12, bytes_per_second_per_block=13e9,
                        spill_weight=0.25)

@@ -17,7 +17,7 @@ import numpy as np
 
 from trictrac_jax import board as B
 from trictrac_jax import io
-from trictrac_jax import moves as M
+from trictrac_jax.moves import decode
 from trictrac_jax import render
 from trictrac_jax import scoring
 from trictrac_jax.env import CHANCE_DICE, Trictrac, sample_outcome
@@ -99,7 +99,7 @@ def _action_pairs(state: State):
     """int32[514, 4]: the move pair (from1, to1, from2, to2; 0 = none / off) every action
     index decodes to on the real board (meaningful for the legal ones)."""
     view = B.view_board(state._board, state.current_player)
-    pairs = jax.vmap(lambda a: M.decode(view, state._dice, a))(jnp.arange(NUM_ACTIONS))
+    pairs = jax.vmap(lambda a: decode(view, state._dice, a))(jnp.arange(NUM_ACTIONS))
     mirrored = jnp.where(pairs > 0, 25 - pairs, 0)
     return jnp.where(state.current_player == 1, mirrored, pairs)
 
@@ -217,7 +217,7 @@ def decision_report(before: State, after: State, action: int) -> list[str]:
     if marked:
         lines += [f"{other} marks {marked} points.{holes_won(before, after, 1 - mover)}",
                   score_line(after)]
-    if int(after.current_player) == mover and not bool(after.terminated | after.truncated):
+    if int(after.current_player) == mover and not bool(after.done):
         lines.append(f"{me} bore off all his checkers: new setting, {me} rolls again.")
     return lines
 

@@ -63,7 +63,7 @@ def play_game(opponent: Agent, human: int, seed: int, stdin: TextIO, stdout: Tex
         f"({render.TEXT_SYMBOLS[human]}). Choose a move by its number or its notation "
         f"(e.g. 1-6 6-11, 20-off, go); 'help', 'board', 'quit'.")
     state, key = _roll_and_report(k, new_game(), key, say)
-    while not _done(state):
+    while not bool(state.done):
         mover = int(state.current_player)
         if mover == human:
             action = _ask(state, k, stdin, say)
@@ -84,7 +84,7 @@ def play_game(opponent: Agent, human: int, seed: int, stdin: TextIO, stdout: Tex
         for line in decision_report(state, after, action):
             say(line)
         state = after
-        if not _done(state):
+        if not bool(state.done):
             state, key = _roll_and_report(k, state, key, say)
     say(render.text(state))
     say(render.status_line(render.position(state)) + ".")
@@ -99,10 +99,6 @@ class Prompt:
             return input() + "\n"
         except EOFError:
             return ""
-
-
-def _done(state: State) -> bool:
-    return bool(state.terminated | state.truncated)
 
 
 def _roll_and_report(k: Kernels, state: State, key, say):
@@ -165,14 +161,14 @@ The rules, for players: {RULES}"""
 # ---------------------------------------------------------------------------------------------
 
 def load_opponent(spec: str, lookahead: int, rolls: bool | None = None) -> Agent:
-    """A baseline by name (engine only), else `players.load_agent` (the champion or a
+    """A baseline by name (engine only), else `network_agents.load_agent` (the champion or a
     checkpoint: the training extra), its lookahead over the rolls unless `rolls` is False
     (None: whenever `lookahead` > 0)."""
     agent = agents.baseline(spec)
     if agent is None:
-        from trictrac_jax.az import players  # a checkpoint needs the training stack
+        from trictrac_jax.az import network_agents  # a checkpoint needs the training stack
         rolls = lookahead > 0 if rolls is None else rolls
-        agent = players.load_agent(spec, players.Play(lookahead=lookahead, rolls=rolls))
+        agent = network_agents.load_agent(spec, network_agents.Play(lookahead=lookahead, rolls=rolls))
     return agent
 
 

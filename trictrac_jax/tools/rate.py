@@ -4,7 +4,7 @@ benchmark's deep evaluation (docs/position-benchmark.md).
     python -m trictrac_jax.tools.rate greedy champion:2
     python -m trictrac_jax.tools.rate random first greedy:32 web champion:1@search:64 --json
 
-An AGENT is any `players.load_agent` spec: random, first, greedy, greedy:K, web, champion,
+An AGENT is any `network_agents.load_agent` spec: random, first, greedy, greedy:K, web, champion,
 champion:N, a network file or a run directory, with @PLAY (policy, lookahead:K, rolls:K,
 search:N); a network named without @PLAY plays `DEFAULT_PLAY` (as the terminal game does).
 For each agent: the mean value lost per decision (the best move's value minus the value of
@@ -27,7 +27,7 @@ import numpy as np
 
 from trictrac_jax import devices
 from trictrac_jax import agents
-from trictrac_jax.az import players
+from trictrac_jax.az import network_agents
 from trictrac_jax.az.checkpoint import CheckpointError
 from trictrac_jax.az.evaluation import wilson
 from trictrac_jax.tools import positions
@@ -60,7 +60,7 @@ class Rating(NamedTuple):
 
 def agent_spec(spec: str) -> str:
     """The name of the agent `spec` loads: a network named without @PLAY plays DEFAULT_PLAY."""
-    name, play = players.split_spec(spec)
+    name, play = network_agents.split_spec(spec)
     return spec if play is not None or agents.baseline(name) is not None \
         else f"{spec}@{DEFAULT_PLAY}"
 
@@ -141,7 +141,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.rate",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("agents", nargs="+", metavar="AGENT",
-                   help=f"players.load_agent specs; a network without @PLAY plays {DEFAULT_PLAY}")
+                   help=f"network_agents.load_agent specs; a network without @PLAY plays {DEFAULT_PLAY}")
     p.add_argument("--benchmark", default=str(positions.PATH), metavar="FILE",
                    help="the benchmark file (default: the shipped one)")
     p.add_argument("--blunder", type=float, default=BLUNDER, metavar="POINTS",
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         # all loaded (and their specs checked) before any plays
-        loaded = [players.load_agent(spec, players.parse_play(DEFAULT_PLAY))
+        loaded = [network_agents.load_agent(spec, network_agents.parse_play(DEFAULT_PLAY))
                   for spec in args.agents]
         names = [agent_spec(spec) for spec in args.agents]
         bench = positions.load(args.benchmark)

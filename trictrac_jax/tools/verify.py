@@ -33,7 +33,7 @@ import numpy as np
 from trictrac_jax import devices
 from trictrac_jax import board as B
 from trictrac_jax import io
-from trictrac_jax import moves as M
+from trictrac_jax.moves import decode
 from trictrac_jax import scoring
 from trictrac_jax.env import Trictrac, dice_to_outcome
 
@@ -72,7 +72,7 @@ def _make_kernels(env: Trictrac):
     def decide(state, action):
         state = env.restore(state)
         view = B.view_board(state._board, state.current_player)
-        pair = M.decode(view, state._dice, action)
+        pair = decode(view, state._dice, action)
         return state, pair, env.step_deterministic(state, action)
 
     return {k: jax.jit(jax.vmap(f)) for k, f in

@@ -5,7 +5,7 @@ its page.
                                      [--allow-origin ORIGIN ...] [--max-games 64] [--no-browser]
 
 It compiles the engine and the bot (the champion with its lookahead over the rolls unless
-`--opponent` names another `players.load_agent` spec), prints the page's address and opens
+`--opponent` names another `network_agents.load_agent` spec), prints the page's address and opens
 it in a browser. The page (web_static/: plain HTML, JavaScript and SVG, nothing fetched from
 elsewhere) draws the board as `render.svg` does and talks to the JSON API below; the games
 themselves are in web_game.py. docs/web.md describes both, and the limits.
@@ -437,7 +437,7 @@ def main(argv=None) -> int:
                                      description="Play Trictrac in a browser, against a bot or moving "
                                                  "both colours.")
     parser.add_argument("--opponent", default=DEFAULT_OPPONENT,
-                        help="the bot: any `players.load_agent` spec, as `play` takes it "
+                        help="the bot: any `network_agents.load_agent` spec, as `play` takes it "
                              "(champion, champion:N, NETWORK@PLAY, greedy, greedy:K, first, "
                              "random, a checkpoint path; default: champion, with its lookahead "
                              "over the rolls)")

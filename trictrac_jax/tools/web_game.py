@@ -67,10 +67,10 @@ class Hinter:
     call a position."""
 
     def __init__(self, spec: str = "champion", top_k: int = LOOKAHEAD):
-        from trictrac_jax.az import players, search  # the training extra
+        from trictrac_jax.az import network_agents, search  # the training extra
         from trictrac_jax.az.model import model_from_config, rolled_worth
         from trictrac_jax.worths import candidate_worths
-        params, config = players.load_network(spec)
+        params, config = network_agents.load_network(spec)
         model = model_from_config(config)
         # a `points` value is the score margin still to come / margin_scale
         self.points_per_unit = model.margin_scale if model.value_target == "points" else None
@@ -124,10 +124,6 @@ class Engine:
 # ---------------------------------------------------------------------------------------------
 #  One game
 # ---------------------------------------------------------------------------------------------
-
-def done(state: State) -> bool:
-    return bool(state.terminated | state.truncated)
-
 
 def moves_of(pair) -> tuple[Move, ...]:
     """The half-moves of a real-board pair (from1, to1, from2, to2)."""
@@ -240,7 +236,7 @@ class Game:
                                      f"leads to {io.to_string_id(self.state)}.")
             if n < len(decisions):
                 action = decisions[n]["action"]
-                if done(self.state) or not bool(self.state.legal_action_mask[action]):
+                if bool(self.state.done) or not bool(self.state.legal_action_mask[action]):
                     raise GameError(422, f"This record does not replay: {what} is not legal "
                                          "in its position.")
                 if self.bots_turn():  # the key the bot's choice was drawn from
@@ -262,7 +258,7 @@ class Game:
         return self.mode == "bot" and int(self.state.current_player) != self.human
 
     def yours(self) -> bool:
-        return not done(self.state) and not self.bots_turn()
+        return not bool(self.state.done) and not self.bots_turn()
 
     def _cached(self, name: str, compute):
         """A value of the current decision, computed once (the cache is emptied each turn)."""
@@ -339,7 +335,7 @@ class Game:
             named = ", ".join(legal[:MAX_LISTED]) + (", …" if len(legal) > MAX_LISTED else "")
             raise GameError(409, f"That move is not legal here. Legal: {named}.")
         self._decide(engine, action)
-        if not done(self.state):
+        if not bool(self.state.done):
             self._roll(engine)
         self._bot_plays(engine)
 
@@ -375,7 +371,7 @@ class Game:
         return out[:HINTS]
 
     def _not_your_turn(self) -> str:
-        return "The game is over." if done(self.state) else "It is not your turn."
+        return "The game is over." if bool(self.state.done) else "It is not your turn."
 
     # --- steps ---------------------------------------------------------------------------------
 
@@ -394,7 +390,7 @@ class Game:
         self.version += 1
         self.last_turn = {"colour": mover, "dice": self.rolls[mover], "move": text}
         new_setting = action == notation.GO or (
-            not done(self.state) and int(self.state.current_player) == mover)
+            not bool(self.state.done) and int(self.state.current_player) == mover)
         self.last_moves = () if new_setting or (self.mode == "bot" and mover == self.human) \
             else moves
 
@@ -410,19 +406,19 @@ class Game:
         self._turn_cache = {}
 
     def _bot_plays(self, engine: Engine) -> None:
-        while not done(self.state) and self.bots_turn():
+        while not bool(self.state.done) and self.bots_turn():
             self.key, _, agent_key = engine.k.draw(self.key)
             self._decide(engine, int(engine.opponent(agent_key, self.state)))
-            if not done(self.state):
+            if not bool(self.state.done):
                 self._roll(engine)
-        if done(self.state):
+        if bool(self.state.done):
             self.log.append(render.status_line(render.position(self.state)) + ".")
 
     # --- what the page shows ---------------------------------------------------------------
 
     def result(self) -> str | None:
         """How the game ended, said to the player (in free play, by colour)."""
-        if not done(self.state):
+        if not bool(self.state.done):
             return None
         holes = [int(h) for h in np.asarray(self.state._holes)]
         winner = int(np.argmax(np.asarray(self.state.rewards)))
@@ -477,7 +473,7 @@ class Game:
             "pass": empty, "go": go,
             "last_move": " ".join(f"{f}-{t or 'off'}" for f, t in self.last_moves) or None,
             "other_turn": self.other_turn(),
-            "over": done(self.state), "result": self.result(),
+            "over": bool(self.state.done), "result": self.result(),
             "hints": engine.hinter is not None,
             "log": self.log[log_from:], "log_size": len(self.log),
         }

@@ -1,7 +1,7 @@
 """The pictures of README.md and docs/how-to-play.md, drawn by `trictrac_jax.render.svg` from
 one game of `agents.greedy_agent` against itself (seed 3; the same game on every CPU):
 
-    python docs/images/pictures.py    # writes docs/images/{start,hit,quarter,hole,midgame}.svg
+    python -m scripts.pictures    # writes docs/images/{start,hit,quarter,hole,midgame}.svg
 
 Each picture is the first position of that game showing what its caption says; the script
 prints each roll's report (as the terminal game writes it) beside the file it drew.
@@ -13,16 +13,15 @@ import pathlib
 import sys
 from typing import Callable, NamedTuple
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run from a checkout
+import jax
 
-import jax  # noqa: E402
+from trictrac_jax import agents, devices, render
+from trictrac_jax.env import new_game
+from trictrac_jax.state import State
+from trictrac_jax.tools import notation as N
 
-from trictrac_jax import agents, devices, render  # noqa: E402
-from trictrac_jax.env import new_game  # noqa: E402
-from trictrac_jax.state import State  # noqa: E402
-from trictrac_jax.tools import notation as N  # noqa: E402
-
-HERE = pathlib.Path(__file__).resolve().parent
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+IMAGES = ROOT / "docs" / "images"  # where the pictures go
 SEED = 3
 MIDGAME_DECISION = 60
 
@@ -49,7 +48,7 @@ def rolls(seed: int, count: int):
                                              roll.listed)]
         yield Roll(index, state, roll.state, N.roll_report(state, roll), jans)
         state = k.decide(roll.state, int(agent(agent_key, roll.state)))
-        if bool(state.terminated | state.truncated):
+        if bool(state.done):
             return
 
 
@@ -83,9 +82,9 @@ def main(argv=None) -> int:
 
 
 def write(name: str, state: State, report: list[str]) -> None:
-    path = HERE / f"{name}.svg"
+    path = IMAGES / f"{name}.svg"
     path.write_text(render.svg(state))
-    print(f"{path.relative_to(HERE.parents[1])}:", *report, sep="\n  ")
+    print(f"{path.relative_to(ROOT)}:", *report, sep="\n  ")
 
 
 if __name__ == "__main__":

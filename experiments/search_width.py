@@ -5,7 +5,7 @@ For each algorithm, simulation count and width: one jitted `search(params, key, 
 bookkeeping alone (the same search with a model that returns zeros). The fastest of
 `--repeats` calls after compilation.
 
-    python train/search_width.py --config configs/quick.yaml --games 256
+    python -m experiments.search_width --config configs/quick.yaml --games 256
 
 `--agreement`: what a narrower tree changes in play instead: the shipped champion's search
 (stochastic unless --algorithm, no noise, the same keys) at each width against the first
@@ -13,7 +13,10 @@ bookkeeping alone (the same search with a model that returns zeros). The fastest
 plies 0, 5, ..., 35 of `--games` / 8 games): how many have more legal actions than the
 width, and how many moves differ.
 
-    python train/search_width.py --agreement --widths 128,32,24,16 --simulations 64 --games 512
+    python -m experiments.search_width --agreement --widths 128,32,24,16 --simulations 64 \
+        --games 512
+
+Supports docs/training.md, "How it works" (the trees' width, `search.max_actions`).
 """
 from __future__ import annotations
 
@@ -26,12 +29,13 @@ import numpy as np
 
 from trictrac_jax import devices
 from trictrac_jax.az import config as C
-from trictrac_jax.az import players
+from trictrac_jax.az import network_agents
 from trictrac_jax.az import network as N
 from trictrac_jax.az import search as S
 from trictrac_jax.az.model import model_from_config
 from trictrac_jax.agents import random_agent
-from trictrac_jax.tools.bench_gpu import trivial_search
+from trictrac_jax.env import has_choice
+from benchmarks.bench_gpu import trivial_search
 
 
 def positions(env, key, games: int, decisions: int):
@@ -57,9 +61,9 @@ def seconds(fn, *args, repeats: int):
 def champion_positions(key, games: int):
     """The champion's decisions with a choice, plies 0, 5, ..., 35 of `games` / 8 games played
     by its raw policy; and its model and params."""
-    params, config = players.load_network("champion")
+    params, config = network_agents.load_network("champion")
     model = model_from_config(config)
-    policy = players.checkpoint_agent(params, config)
+    policy = network_agents.checkpoint_agent(params, config)
     n = games // 8
 
     def play(key):
@@ -70,7 +74,7 @@ def champion_positions(key, games: int):
         start = jax.vmap(model.env.init)(jax.random.split(key, n))
         return jax.lax.scan(body, start, jax.random.split(key, 40))[1]
     seen = jax.tree.map(lambda x: x[::5].reshape((-1,) + x.shape[2:]), jax.jit(play)(key))
-    live = np.asarray(~(seen.terminated | seen.truncated) & (seen.legal_action_mask.sum(-1) > 1))
+    live = np.asarray(has_choice(seen))
     return jax.tree.map(lambda x: x[live], seen), model, params, config
 
 

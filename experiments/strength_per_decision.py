@@ -1,8 +1,8 @@
 """Strength per self-play decision: each candidate self-play recipe trained from scratch for
 the same number of self-play decisions and updates, its network rated at the same marks.
 
-    python train/strength_per_decision.py --jobs 2 --out runs/spd
-    python train/strength_per_decision.py --recipe gumbel8 --recipe lookahead8 --iterations 60
+    python -m experiments.strength_per_decision --jobs 2 --out runs/spd
+    python -m experiments.strength_per_decision --recipe gumbel8 --recipe lookahead8 --iterations 60
 
 Every recipe is configs/quick.yaml's size (a 128 x 2 network; an iteration: 128 games each
 advanced 32 decisions, then 32 updates of 256) with its own search (`RECIPES`), so an
@@ -13,6 +13,8 @@ playing its raw policy and its lookahead over the rolls, and at the last mark in
 games against `--opponent`, both seats, with the 1-ply lookahead over its 32 likeliest
 moves. Writes OUT/strength.md and .json; marks already in the .json are not rated again
 (`--rate-only`: rate the runs in OUT, train nothing).
+
+Supports docs/training.md, "Choosing base.yaml" (the strength a self-play decision buys).
 """
 from __future__ import annotations
 
@@ -24,17 +26,15 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/recipes.py
+import jax
 
-import jax  # noqa: E402
+from trictrac_jax import devices
+from trictrac_jax.az import network_agents
+from trictrac_jax.az.evaluation import summarise
+from trictrac_jax.tools import positions, rate
+from experiments.recipes import SEARCHES, TD
 
-from trictrac_jax import devices  # noqa: E402
-from trictrac_jax.az import players  # noqa: E402
-from trictrac_jax.az.evaluation import summarise  # noqa: E402
-from trictrac_jax.tools import positions, rate  # noqa: E402
-from recipes import SEARCHES, TD  # noqa: E402
-
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 BASE_CONFIG = "configs/quick.yaml"
 # name -> quick.yaml's overrides: the searches of `recipes.SEARCHES` (the lookahead with TD
 # targets), and the lookahead without them
@@ -46,8 +46,8 @@ PLAYS = ("policy", "rolls:32")  # how each network plays the benchmark
 
 def train(name: str, out: pathlib.Path, iterations: int, every: int, seed: int) -> float:
     """Train recipe `name` from scratch in a fresh process; its wall-clock seconds."""
-    command = [sys.executable, str(pathlib.Path(__file__).with_name("az.py")),
-               "--config", BASE_CONFIG, "--set", f"run.dir={out / name}",
+    command = [sys.executable, "-m", "train.az",
+               "--config", str(ROOT / BASE_CONFIG), "--set", f"run.dir={out.resolve() / name}",
                "--set", f"run.seed={seed}", "--set", f"training.iterations={iterations}",
                "--set", f"checkpoint.every={every}", "--set", "checkpoint.keep_last=1000",
                "--set", f"evaluation.every={iterations + 1}", "--set", "logging.tensorboard=false"]
@@ -55,7 +55,7 @@ def train(name: str, out: pathlib.Path, iterations: int, every: int, seed: int) 
         command += ["--set", override]
     start = time.time()
     with open(out / f"{name}.log", "w") as log:
-        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     return time.time() - start
 
 
@@ -63,12 +63,13 @@ def rate_mark(name: str, checkpoint: pathlib.Path, bench, states, last: bool, ar
     """The network at `checkpoint` on the benchmark (each of PLAYS), and at the last mark
     in a match against `args.opponent`."""
     row = {"recipe": name, "iteration": int(checkpoint.name)}
-    params, config = players.load_network(str(checkpoint))
+    params, config = network_agents.load_network(str(checkpoint))
     for play in PLAYS:
-        agent = players.checkpoint_agent(params, config, players.parse_play(play))
+        agent = network_agents.checkpoint_agent(params, config, network_agents.parse_play(play))
         row[play] = rate.as_json(rate.rate(play, agent, bench, states))["mean_loss"]
     if last:
-        match = players.evaluator(config, args.opponent, args.games, players.Play(lookahead=32))
+        match = network_agents.evaluator(config, args.opponent, args.games,
+                                         network_agents.Play(lookahead=32))
         result = summarise(match(params, jax.random.PRNGKey(args.seed)))
         lo, hi = result.interval()
         row["match"] = {"win_rate": result.win_rate, "lo": lo, "hi": hi, "games": result.games}

@@ -1,5 +1,7 @@
-"""Agents by name or checkpoint: the baselines (`agents`) and trained networks playing their
-policy, search or lookahead, and the jitted matches of a run's network against them.
+"""Agents that play a network, and agents by name: `load_agent` gives the engine's rule
+agents (`trictrac_jax.agents`: random, first, greedy, web) or a trained network (a shipped
+champion, a network file, a run of the AlphaZero stack or of PPO) playing its policy, a
+search or a lookahead; `evaluator` compiles the matches of a run's network against them.
 
 The learning side of the agents: imports the training stack, which `agents` must not."""
 from __future__ import annotations
@@ -12,14 +14,14 @@ import jax
 from trictrac_jax import agents
 from trictrac_jax.az import champion
 from trictrac_jax.az import network as N
-from trictrac_jax.az import ppo
 from trictrac_jax.az import search as S
 from trictrac_jax.az import training
 from trictrac_jax.az.config import Config
 from trictrac_jax.az.evaluation import Match, play_match
 from trictrac_jax.az.model import model_from_config
 from trictrac_jax.env import Trictrac
-from trictrac_jax.lanes import batch_rule
+from trictrac_jax.lowering import batch_rule
+from trictrac_jax.rl import ppo
 from trictrac_jax.state import NUM_ACTIONS
 
 
@@ -30,7 +32,7 @@ class Play(NamedTuple):
     rolls: bool = False  # the lookahead values each move over the 36 rolls after it
     simulations: int = 0  # a tree search of N simulations, no exploration noise (0: off)
     algorithm: str = ""  # that search's: "stochastic" or "gumbel"; "": the run's own
-    slots: int = 0  # that search's tree width (search.max_actions); 0: the run's own
+    max_actions: int = 0  # that search's tree width (search.max_actions); 0: the run's own
 
     def check(self):
         """Raises ValueError for settings that do not make one way to play."""
@@ -46,15 +48,16 @@ class Play(NamedTuple):
         return self
 
 
-# The tree width of `search:N`: the lookahead's 32 likeliest moves; 32 slots instead of 256
-# cost 40% less time (11 against 18.5 ms a position at 64 games: docs/training.md,
-# "Yardsticks above greedy, and search at play time").
-SEARCH_SLOTS = 32
+# The tree width of `search:N`: as many actions as the lookahead's 32 likeliest moves; a
+# narrower tree takes markedly less time a position than the 256 of a run's search
+# (docs/training.md, "Yardsticks above greedy, and search at play time").
+SEARCH_WIDTH = 32
 
 # The ways to play a spec may name after '@', each with its integer argument.
 PLAYS = {"policy": lambda n: Play(), "lookahead": lambda k: Play(lookahead=k),
          "rolls": lambda k: Play(lookahead=k, rolls=True),
-         "search": lambda n: Play(simulations=n, algorithm="stochastic", slots=SEARCH_SLOTS)}
+         "search": lambda n: Play(simulations=n, algorithm="stochastic",
+                                  max_actions=SEARCH_WIDTH)}
 PLAY_SYNTAX = "policy, lookahead:K, rolls:K or search:N"
 
 
@@ -87,7 +90,7 @@ def load_agent(spec: str, play: Play = Play()):
     (greedy over the masked logits), the 1-ply lookahead over its `lookahead` likeliest
     moves (`search.lookahead`; with `rolls`, each valued over the 36 rolls after it),
     or a search of `simulations` (no exploration noise; `search:N` is the stochastic search
-    over the dice, `SEARCH_SLOTS` wide). Raises ValueError for an unknown
+    over the dice, `SEARCH_WIDTH` actions wide). Raises ValueError for an unknown
     name or play, `CheckpointError` for an unreadable checkpoint."""
     name, own = split_spec(spec)
     agent = agents.baseline(name)
@@ -129,7 +132,7 @@ def checkpoint_agent(params, config: Config, play: Play = Play()):
     own = config.search
     search_config = own.replace(num_simulations=play.simulations,
                                 algorithm=play.algorithm or own.algorithm,
-                                max_actions=play.slots or own.max_actions)
+                                max_actions=play.max_actions or own.max_actions)
     search = functools.partial(S.search, params, model=model, config=search_config,
                                explore=False)
     return batched(lambda key, states: search(key, states).action)
@@ -151,6 +154,6 @@ def _evaluator(config: Config, opponent: str, games: int, play: Play, opponent_p
     other = load_agent(opponent, opponent_play)
     env = Trictrac(max_steps=config.env.max_steps)
 
-    def evaluate(params, key):
+    def outcomes(params, key):
         return play_match(env, checkpoint_agent(params, config, play), other, key, games)
-    return Match(jax.jit(evaluate), training.replicate)
+    return Match(jax.jit(outcomes), training.replicate)

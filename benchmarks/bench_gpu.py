@@ -1,7 +1,7 @@
 """The GPU figures, on whatever device JAX runs on, in one process:
 
-    python -m trictrac_jax.tools.bench --gpu --out DIR  # sized for the device; all into DIR
-    python -m trictrac_jax.tools.bench --gpu --quick    # the smallest sizes (a rehearsal)
+    python -m benchmarks.bench --gpu --out DIR  # sized for the device; all into DIR
+    python -m benchmarks.bench --gpu --quick    # the smallest sizes (a rehearsal)
 
 1. the device;
 2. random play steps/s by batch, Trictrac and pgx backgammon (when installed), two ways: the
@@ -40,15 +40,16 @@ import jax.numpy as jnp
 import mctx
 
 import trictrac_jax as tt
-from trictrac_jax.tools import measure
-from trictrac_jax.tools.measure import PLAIN, WITH_RESETS, plain_loop, uniform_legal
 from trictrac_jax.az import config as C
 from trictrac_jax.az import network as N
+from trictrac_jax.az import run
 from trictrac_jax.az import search as S
 from trictrac_jax.az import training as T
 from trictrac_jax.az.model import model_from_config
+from benchmarks import measure
+from benchmarks.measure import PLAIN, WITH_RESETS, plain_loop, uniform_legal
 
-BASE_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "base.yaml"
+BASE_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "base.yaml"
 MID_GAME_STEPS = 32  # random steps before the split's states (games last about 75)
 # base.yaml's training iteration shrunk for a CPU rehearsal
 SMALL_ITERATION = ("selfplay.batch_size=8", "selfplay.steps_per_iteration=2",
@@ -431,7 +432,7 @@ def device_record(load_at_start):
         pgx_version = None
     return {"device_kind": device.device_kind, "platform": device.platform,
             "devices": jax.device_count(), "jax": jax.__version__, "mctx": mctx.__version__,
-            "pgx": pgx_version, "code": measure.code_version(),
+            "pgx": pgx_version, "code": run.code_version(),
             "load": [load_at_start, os.getloadavg()[0]],
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 

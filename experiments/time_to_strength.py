@@ -1,8 +1,8 @@
 """Time to strength: train several settings for the same wall-clock and rate each one's
 network at fixed marks against one opponent.
 
-    python train/time_to_strength.py --minutes 10,20,30 --games 1000 --out runs/tts
-    python train/time_to_strength.py --setting base=configs/base.yaml \\
+    python -m experiments.time_to_strength --minutes 10,20,30 --games 1000 --out runs/tts
+    python -m experiments.time_to_strength --setting base=configs/base.yaml \\
         --setting g16=configs/base.yaml,search.num_simulations=16
 
 Each setting (NAME=CONFIG[,KEY=VALUE...]) trains in its own process with
@@ -10,6 +10,8 @@ Each setting (NAME=CONFIG[,KEY=VALUE...]) trains in its own process with
 clock starts with the run: compilation and the run's own evaluations count). Each snapshot
 then plays `--games` games against `--opponent`, both seats equally, with the 1-ply
 `--lookahead` (0: the raw policy). Writes OUT/time_to_strength.md and .json.
+
+Supports docs/training.md, "Choosing base.yaml" (strength per GPU minute, measured on a GPU).
 """
 from __future__ import annotations
 
@@ -20,15 +22,14 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/recipes.py
+import jax
 
-import jax  # noqa: E402
+from trictrac_jax import devices
+from trictrac_jax.az import champion, network_agents
+from trictrac_jax.az.evaluation import summarise
+from experiments.recipes import SEARCHES, TD
 
-from trictrac_jax import devices  # noqa: E402
-from trictrac_jax.az import champion, players, training  # noqa: E402
-from trictrac_jax.az.evaluation import summarise  # noqa: E402
-from recipes import SEARCHES, TD  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[1]  # train.az runs from here
 
 # The candidates for base.yaml on one GPU (docs/training.md "Choosing base.yaml"): base.yaml
 # (Gumbel, 8 simulations), the stochastic search it had before, Gumbel at 16, and the
@@ -56,15 +57,16 @@ def train_setting(name: str, config: str, overrides: list[str], minutes: list[fl
     """Train one setting for max(minutes) in a fresh process; its run directory."""
     run_dir = out / name
     marks = "[" + ",".join(f"{m:g}" for m in minutes) + "]"
-    command = [sys.executable, str(pathlib.Path(__file__).with_name("az.py")),
-               "--config", config, "--set", f"run.dir={run_dir}",
+    command = [sys.executable, "-m", "train.az",
+               "--config", str(pathlib.Path(config).resolve()),
+               "--set", f"run.dir={run_dir.resolve()}",
                "--set", "training.iterations=1000000",
                "--set", f"training.max_minutes={max(minutes):g}",
                "--set", f"checkpoint.snapshot_minutes={marks}"]
     for override in overrides:
         command += ["--set", override]
     print(f"[{name}] {' '.join(command)}", flush=True)
-    subprocess.run(command, check=True)
+    subprocess.run(command, check=True, cwd=ROOT)  # train.az: the checkout's
     return run_dir
 
 
@@ -72,8 +74,8 @@ def rate(path: pathlib.Path, opponent: str, games: int, lookahead: int, seed: in
     """A snapshot's match against `opponent`: its provenance, win rate and 95% interval.
     Snapshots of one setting share its compiled match."""
     params, config, provenance = champion.load(path)
-    match = players.evaluator(config, opponent, games,
-                              players.Play(lookahead=lookahead))
+    match = network_agents.evaluator(config, opponent, games,
+                              network_agents.Play(lookahead=lookahead))
     result = summarise(match(params, jax.random.PRNGKey(seed)))
     lo, hi = result.interval()
     return {**provenance, "win_rate": result.win_rate, "lo": lo, "hi": hi,
@@ -106,7 +108,7 @@ def main(argv=None) -> int:
     try:
         settings = [parse_setting(s) for s in (args.setting or DEFAULT_SETTINGS)]
         minutes = [float(m) for m in args.minutes.split(",")]
-        players.load_agent(args.opponent)  # a bad opponent stops here, before any training
+        network_agents.load_agent(args.opponent)  # a bad opponent stops here, before any training
     except ValueError as e:
         p.error(str(e))
     if args.games < 2 or args.games % 2:

@@ -3,9 +3,9 @@ programs (`tools/gpu_program.py`, no GPU needed): one turn of each evaluation ma
 agents' moves, then the step, for every game) and one training iteration, compiled for an
 H100 on this CPU and read; `gpu_program.H100_MODEL` turns them into seconds.
 
-    python train/evaluation_h100.py                  # base.yaml's evaluation
-    python train/evaluation_h100.py --before         # and the one it replaced
-    python train/evaluation_h100.py --candidate 'evaluation.games=512'   # and another
+    python -m experiments.evaluation_h100                  # base.yaml's evaluation
+    python -m experiments.evaluation_h100 --before         # and the one it replaced
+    python -m experiments.evaluation_h100 --candidate 'evaluation.games=512'   # and another
 
 A match's turns are a loop of unknown length (until every game has ended): its seconds are
 the turn's times `--turns`, the longest game in decisions of both players. The default is
@@ -15,28 +15,28 @@ each of greedy, random and first, the lookahead over 32 moves: 54 s,
 also absorbs the model's error on these programs. Compilation is not estimated: the
 evaluators' is taken as measured there (34 s for three, 11 s each). Every time printed is an
 H100 estimate (compiled program, model in docs/gpu-program.md), never a measurement.
+
+Supports docs/training.md, "The evaluation's share".
 """
 from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import shlex
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+from trictrac_jax.tools import gpu_program as G  # before any JAX computation
 
-from trictrac_jax.tools import gpu_program as G  # noqa: E402  (before any JAX computation)
+import jax
 
-import jax  # noqa: E402
-
-from trictrac_jax.az import config as C  # noqa: E402
-from trictrac_jax.az import players  # noqa: E402
-from trictrac_jax.az import training as T  # noqa: E402
-from trictrac_jax.az.evaluation import play_match  # noqa: E402
-from trictrac_jax.env import Trictrac  # noqa: E402
-from trictrac_jax.tools import measure  # noqa: E402
-from trictrac_jax.tools.gpu_report import BASE_CONFIG, iteration_program  # noqa: E402
+from trictrac_jax.az import config as C
+from trictrac_jax.az import network_agents
+from trictrac_jax.az import training as T
+from trictrac_jax.az.evaluation import play_match
+from trictrac_jax.az import run
+from trictrac_jax.env import Trictrac
+from benchmarks import measure
+from benchmarks.gpu_report import BASE_CONFIG, iteration_program
 
 LABEL = "H100 estimate (compiled program, model in docs/gpu-program.md)"
 MATCH_LOOP = "evaluation.py:play_match"  # `gpu_program.Loop.where` of a match's turns
@@ -53,12 +53,13 @@ def turn_program(config: C.Config, opponent: str, target: G.Target = G.H100) -> 
     """One turn of the run's evaluation match against `opponent`, read from the compiled
     match (its loop's body)."""
     ev = config.evaluation
-    play = players.Play(lookahead=ev.lookahead, rolls=ev.rolls, simulations=ev.num_simulations)
-    other = players.load_agent(opponent, play)
+    play = network_agents.Play(lookahead=ev.lookahead, rolls=ev.rolls,
+                               simulations=ev.num_simulations)
+    other = network_agents.load_agent(opponent, play)
     env = Trictrac(max_steps=config.env.max_steps)
 
     def match(params, key):
-        return play_match(env, players.checkpoint_agent(params, config, play), other, key,
+        return play_match(env, network_agents.checkpoint_agent(params, config, play), other, key,
                           ev.games)
     key = jax.random.PRNGKey(0)
     params = jax.eval_shape(lambda k: T.new_state(config, k).params, key)
@@ -98,7 +99,7 @@ def main(argv=None):
                    help="also base.yaml with these overrides (repeatable)")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
-    os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator lowering, as an H100 runs it
+    os.environ["TRICTRAC_LOWERING"] = "gpu"  # the engine's accelerator lowering, as an H100 runs it
     jax.config.update("jax_platforms", "cpu")  # compile-only devices need no backend
     config = C.load_config(BASE_CONFIG)
     measure.log("compiling one training iteration of configs/base.yaml for an H100")
@@ -109,8 +110,8 @@ def main(argv=None):
         settings = {"before (ea19265)": C.load_config(BASE_CONFIG, BEFORE), **settings}
     turns = {name: turn_seconds(c) for name, c in settings.items()}
     count = args.turns or BEFORE_MEASURED_S / sum(turns["before (ea19265)"].values())
-    print(f"`{shlex.join(['python', 'train/evaluation_h100.py', *argv])}`, code at "
-          f"{measure.code_version()}, jax {jax.__version__}: one training iteration "
+    print(f"`{shlex.join(['python', '-m', 'experiments.evaluation_h100', *argv])}`, code at "
+          f"{run.code_version()}, jax {jax.__version__}: one training iteration "
           f"{iteration_s:.3f} s ({LABEL}; measured {ITERATION_MEASURED_S} s); {count:.0f} turns "
           f"a match{' (calibrated)' if args.turns is None else ''}.\n")
     print(f"| evaluation | opponents, games, play | seconds a turn | seconds an evaluation | "

@@ -3,30 +3,29 @@ benchmark's decisions: the 21 distinct rolls instead of the 36 ordered ones, and
 network's evaluations in bfloat16. For each form: how often the network's choice changes,
 by how much the worths move, and the points it loses per decision (as `tools.rate`).
 
-    python train/distinct_rolls.py                     # champion:2, its 32 likeliest moves
-    python train/distinct_rolls.py --network champion:1 --top-k 16
+    python -m experiments.distinct_rolls                     # champion:2, its 32 likeliest moves
+    python -m experiments.distinct_rolls --network champion:1 --top-k 16
 
 A roll and its mirror (2-1, 1-2) lead to the same position; only the network's view of
 the dice order differs, so the 21 distinct rolls differ from the 36 by the network's
 asymmetry alone. (bfloat16 runs emulated, slowly, on a CPU.)
+
+Supports docs/training.md, "Choosing base.yaml" (the lookahead over the 21 distinct rolls).
 """
 from __future__ import annotations
 
 import argparse
-import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+import jax
+import numpy as np
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-
-from trictrac_jax import devices  # noqa: E402
-from trictrac_jax.az import model as M  # noqa: E402
-from trictrac_jax.az import players  # noqa: E402
-from trictrac_jax.az import search as S  # noqa: E402
-from trictrac_jax.tools import positions, rate  # noqa: E402
-from trictrac_jax.worths import candidate_worths  # noqa: E402
+from trictrac_jax import devices
+from trictrac_jax.az import model as M
+from trictrac_jax.az import network_agents
+from trictrac_jax.az import search as S
+from trictrac_jax.tools import positions, rate
+from trictrac_jax.worths import candidate_worths
 
 # name -> (distinct rolls, the network's inference dtype); the first is the exact lookahead
 FORMS = {"36 ordered rolls": (False, "float32"),
@@ -64,7 +63,7 @@ def main(argv=None) -> int:
     states = positions.states(bench)
     print(f"{args.network}, its {args.top_k} likeliest moves over the rolls, {len(bench)} "
           f"benchmark decisions:")
-    params, config = players.load_network(args.network)
+    params, config = network_agents.load_network(args.network)
     exact = None
     for name, (distinct, dtype) in FORMS.items():
         actions, worth = worths(params, config, args.top_k, states, distinct, dtype)

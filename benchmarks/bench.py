@@ -1,9 +1,9 @@
 """Throughput benchmark: random self-play, pgx backgammon as the peer, the cost of a step,
 and self-play with tree search.
 
-    python -m trictrac_jax.tools.bench           # full run, writes docs/benchmarks.md
-    python -m trictrac_jax.tools.bench --quick   # batches 1, 64, 256 and shorter runs
-    python -m trictrac_jax.tools.bench --gpu     # the GPU figures, on any device (bench_gpu.py)
+    python -m benchmarks.bench           # full run, writes docs/benchmarks.md
+    python -m benchmarks.bench --quick   # batches 1, 64, 256 and shorter runs
+    python -m benchmarks.bench --gpu     # the GPU figures, on any device (bench_gpu.py)
 
 One step is one `env.step` call per game: a decision (uniform over the legal mask) and the
 dice roll that follows. The loop runs inside `jax.lax.scan` under `jit`, and finished games
@@ -27,12 +27,12 @@ import numpy as np
 import trictrac_jax as tt
 from trictrac_jax import devices
 from trictrac_jax.agents import random_agent
-from trictrac_jax.tools import bench_gpu, gpu_report
-from trictrac_jax.tools.measure import (BACKGAMMON, COMPILE_GAMES, STEP_ROW, TRICTRAC,
-                                        available_envs, code_version, compile_rows,
-                                        compile_table, components, fastest_calls, game_lengths,
-                                        in_fresh_process, log, make_env, measure_search,
-                                        measure_selfplay, mid_game_inputs, table)
+from trictrac_jax.az import run
+from benchmarks import bench_gpu, gpu_report
+from benchmarks.measure import (BACKGAMMON, COMPILE_GAMES, STEP_ROW, TRICTRAC, available_envs,
+                                compile_rows, compile_table, components, fastest_calls,
+                                game_lengths, in_fresh_process, log, make_env, measure_search,
+                                measure_selfplay, mid_game_inputs, table)
 
 FULL_BATCHES = (1, 64, 256, 1024, 4096, 16384)
 QUICK_BATCHES = (1, 64, 256)
@@ -176,7 +176,7 @@ def machine_section(command, loads):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return "\n".join([
         "# Benchmarks", "",
-        f"Measured on {now} with `{command}` (code at git {code_version()}).", "",
+        f"Measured on {now} with `{command}` (code at git {run.code_version()}).", "",
         f"* Machine: {cpu}, {os.cpu_count()} cores, {mem_kb / 2**20:.0f} GiB memory",
         f"* Python {platform.python_version()}, jax {jax.__version__}, devices "
         f"{', '.join(str(d) for d in jax.devices())}, pgx {pgx_version}",
@@ -193,13 +193,13 @@ def machine_section(command, loads):
         "process's peak resident memory on CPU (device peak bytes in use on GPU), measured "
         "in a fresh process per row; state bytes is the size of one game's state.",
         "* Measured GPU figures (random play, the split of a search, self-play): "
-        "`python -m trictrac_jax.tools.bench --gpu` on the GPU machine (README, Benchmarks)."])
+        "`python -m benchmarks.bench --gpu` on the GPU machine (README, Benchmarks)."])
 
 
 # --- entry point ---
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.bench", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batch-sizes", type=lambda s: [int(b) for b in s.split(",")],
                    help=f"comma-separated (default {','.join(map(str, FULL_BATCHES))})")
@@ -295,7 +295,7 @@ def main(argv=None):
     """Run the benchmark, print the report and write it to `--output`; returns its text."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
-    command = shlex.join(["python", "-m", "trictrac_jax.tools.bench", *argv])
+    command = shlex.join(["python", "-m", "benchmarks.bench", *argv])
     if args.gpu:
         return bench_gpu.run(args, command)
     if args.h100:

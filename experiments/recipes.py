@@ -1,7 +1,7 @@
 """The self-play searches that docs/training.md ("Choosing base.yaml") compares, as config
-overrides: the strength a decision buys on the CPU (`strength_per_decision.py`) and the
-seconds it costs on an H100 (`recipes_h100.py`). `-21`: over the 21 distinct rolls;
-`-bf16`: the network's evaluations in bfloat16."""
+overrides: the strength a decision buys on the CPU (`experiments.strength_per_decision`) and
+the seconds it costs on an H100 (`experiments.recipes_h100`). `-21`: over the 21 distinct
+rolls; `-bf16`: the network's evaluations in bfloat16. Data only: nothing to run."""
 
 STOCHASTIC = ("search.algorithm=stochastic", "search.max_actions=16",
               "search.max_num_considered_actions=16")

@@ -9,11 +9,11 @@ calls.
 
 The policy is a masked categorical over the 514 actions (`network.masked_logits`), the
 network `network.PolicyValueNet`: a run's networks play wherever the AlphaZero stack's do
-(`players.load_agent` on a run directory, a checkpoint or a snapshot file), under the
+(`network_agents.load_agent` on a run directory, a checkpoint or a snapshot file), under the
 `agent_config` of the run, whose value target is the one PPO's value learns with discount 1
 (reward "points": the score margin still to come / margin_scale; "outcome": +1 / -1).
 
-The opponent (`env.opponent`) is a fixed agent (`players.load_agent` spec), or "self":
+The opponent (`env.opponent`) is a fixed agent (`network_agents.load_agent` spec), or "self":
 the run's own past networks, a pool of `selfplay.pool_size` (all the initial network at
 first; every `selfplay.pool_every` updates the current one replaces the oldest), one drawn
 per update, sampling its moves from its policy: a game that spans two updates may meet two.
@@ -47,15 +47,15 @@ SELF = "self"  # env.opponent: the run's own past networks
 # --- configuration: `Section`s, loaded by `config.load_config(..., schema=PPOConfig)` ------
 
 @dataclasses.dataclass(frozen=True)
-class RunConfig(Section):
+class PpoRunConfig(Section):
     dir: str = setting("runs/ppo")
     seed: int = setting(0)
 
 
 @dataclasses.dataclass(frozen=True)
-class EnvConfig(Section):
+class PpoEnvConfig(Section):
     max_steps: int = setting(1000, at_least(1))  # decisions before a game is truncated
-    # "self" (the pool of the run's past networks) or a `players.load_agent` spec
+    # "self" (the pool of the run's past networks) or a `network_agents.load_agent` spec
     opponent: str = setting(SELF, lambda v: None if v else "must not be empty")
     # outcome: +1 / -1 when a game is won or lost; points: the score margin gained over each
     # step / margin_scale (`wrappers.SingleAgent`)
@@ -64,7 +64,7 @@ class EnvConfig(Section):
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOSettings(Section):
+class PpoSettings(Section):
     num_envs: int = setting(128, at_least(1))  # environments stepped in parallel
     num_steps: int = setting(32, at_least(1))  # steps of each per update
     update_epochs: int = setting(4, at_least(1))
@@ -77,7 +77,7 @@ class PPOSettings(Section):
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainingConfig(Section):
+class PpoTrainingConfig(Section):
     updates: int = setting(2000, at_least(1))  # PPO updates in the run
     updates_per_call: int = setting(10, at_least(1))  # scanned in one jitted call
     # the optimiser (`training.make_optimizer`), over all minibatch updates
@@ -90,7 +90,7 @@ class TrainingConfig(Section):
 
 
 @dataclasses.dataclass(frozen=True)
-class SelfPlayConfig(Section):
+class PpoSelfplayConfig(Section):
     pool_size: int = setting(8, at_least(1))  # past networks the opponent is drawn from
     pool_every: int = setting(10, at_least(1))  # updates between two entries into the pool
 
@@ -101,12 +101,12 @@ class PPOConfig(Section):
     and `logging` are the AlphaZero run's sections, counted in PPO updates (at the end of
     a call)."""
 
-    run: RunConfig = RunConfig()
-    env: EnvConfig = EnvConfig()
+    run: PpoRunConfig = PpoRunConfig()
+    env: PpoEnvConfig = PpoEnvConfig()
     network: config_lib.NetworkConfig = config_lib.NetworkConfig(width=128, blocks=2)
-    ppo: PPOSettings = PPOSettings()
-    training: TrainingConfig = TrainingConfig()
-    selfplay: SelfPlayConfig = SelfPlayConfig()
+    ppo: PpoSettings = PpoSettings()
+    training: PpoTrainingConfig = PpoTrainingConfig()
+    selfplay: PpoSelfplayConfig = PpoSelfplayConfig()
     evaluation: config_lib.EvaluationConfig = config_lib.EvaluationConfig(every=50, games=200)
     checkpoint: config_lib.CheckpointConfig = config_lib.CheckpointConfig(every=50)
     logging: config_lib.LoggingConfig = config_lib.LoggingConfig()
@@ -138,8 +138,9 @@ def load_config(path=None, overrides=(), base=None) -> PPOConfig:
 
 
 def agent_config(config: PPOConfig) -> config_lib.Config:
-    """The AlphaZero config under which the run's networks play (`players`, `eval.py`): its
-    env and network, the value target PPO's value learns (discount 1), its evaluation."""
+    """The AlphaZero config under which the run's networks play (`network_agents`,
+    `train/eval.py`): its env and network, the value target PPO's value learns (discount 1),
+    its evaluation."""
     return config_lib.Config(
         run=config_lib.RunConfig(dir=config.run.dir, seed=config.run.seed),
         env=config_lib.EnvConfig(max_steps=config.env.max_steps), network=config.network,
@@ -241,7 +242,7 @@ def gae(transitions: Transition, last_value, gamma: float, lam: float):
     return advantages, advantages + transitions.value
 
 
-def ppo_loss(net: N.PolicyValueNet, p: PPOSettings, params, batch: Transition, advantages,
+def ppo_loss(net: N.PolicyValueNet, p: PpoSettings, params, batch: Transition, advantages,
              targets):
     """(loss, metrics) of a minibatch [B]: the clipped surrogate on normalised advantages,
     the clipped value loss and the entropy bonus (PureJaxRL's ppo.py)."""
@@ -262,7 +263,7 @@ def ppo_loss(net: N.PolicyValueNet, p: PPOSettings, params, batch: Transition, a
 
 
 def update_epoch(net: N.PolicyValueNet, optimizer: optax.GradientTransformation,
-                 p: PPOSettings, train: TrainState, data, key):
+                 p: PpoSettings, train: TrainState, data, key):
     """(train, metrics [num_minibatches]): one epoch over `data` = (Transition, advantages,
     targets), all [B], shuffled and split into `num_minibatches` minibatch updates."""
     size = data[1].shape[0]
@@ -348,8 +349,8 @@ def updates(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, actor
 def enter_pool(state: PPOState, every: int) -> PPOState:
     """Every `every` updates, the current network replaces the pool's oldest entry."""
     due = state.updates % every == 0
-    slot = state.pool_entries % jax.tree.leaves(state.pool)[0].shape[0]
-    pool = jax.tree.map(lambda pool, p: pool.at[slot].set(jnp.where(due, p, pool[slot])),
+    entry = state.pool_entries % jax.tree.leaves(state.pool)[0].shape[0]
+    pool = jax.tree.map(lambda pool, p: pool.at[entry].set(jnp.where(due, p, pool[entry])),
                         state.pool, state.train.params)
     return state.replace(pool=pool, pool_entries=state.pool_entries + due)
 

@@ -1,7 +1,7 @@
 """Latency of the public functions called on one state outside `jit`, as a markdown table.
 
-    python -m trictrac_jax.tools.latency
-    python -m trictrac_jax.tools.latency --web [--opponent SPEC] [--decisions N]
+    python -m benchmarks.latency
+    python -m benchmarks.latency --web [--opponent SPEC] [--decisions N]
 
 The first call of each compiles (or fills a cache); the table gives it, and the median of
 the calls after it, which is what a person exploring positions one at a time waits for.
@@ -135,7 +135,7 @@ def _web_decision(request, view: dict) -> dict:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.latency",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.latency",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--web", action="store_true", help="time the browser game's requests")
     parser.add_argument("--opponent", default="champion", help="--web: the bot (default: champion)")

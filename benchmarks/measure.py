@@ -9,7 +9,6 @@ import concurrent.futures
 import json
 import multiprocessing
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,11 +19,11 @@ import jax.numpy as jnp
 
 import trictrac_jax as tt
 from trictrac_jax import board as B
-from trictrac_jax import moves as M
+from trictrac_jax.moves import legal_action_mask, move_lists
 from trictrac_jax import scoring
 from trictrac_jax.agents import random_agent
 from trictrac_jax.arrays import select_tree
-from trictrac_jax.lanes import game_minor
+from trictrac_jax.lowering import game_minor
 from trictrac_jax.state import TS_HOLD_OR_GO
 from trictrac_jax.az import config as C
 from trictrac_jax.az import training as T
@@ -106,7 +105,7 @@ def game_lengths(env, games, key):
         states, lengths, t, key = carry
         key, k_step = jax.random.split(key)
         states = _random_step(env, states, k_step)
-        ended = (lengths == 0) & (states.terminated | states.truncated)
+        ended = (lengths == 0) & (states.terminated | states.truncated)  # pgx states too
         return states, jnp.where(ended, t + 1, lengths), t + 1, key
 
     k_init, key = jax.random.split(key)
@@ -136,7 +135,7 @@ def compile_seconds(name, loop, games, steps, target=None):
     `target`: the name of a `gpu_program` device to compile for, with the engine's GPU
     lowering (default: this machine's CPU and its lowering). Call it in a fresh process
     (`in_fresh_process`): it sets the lowering, read when tracing."""
-    os.environ["TRICTRAC_LANES"] = "gpu" if target else "cpu"
+    os.environ["TRICTRAC_LOWERING"] = "gpu" if target else "cpu"
     env = make_env(name)
 
     def run(key):
@@ -217,8 +216,8 @@ def components(env):
     def view(s):
         return B.view_board(s._board, s.current_player)
 
-    # game-minor under vmap, as the engine runs them (see lanes.py)
-    legal = game_minor(lambda v, dice: M.move_lists(v, dice).legal)
+    # game-minor under vmap, as the engine runs them (see lowering.py)
+    legal = game_minor(lambda v, dice: move_lists(v, dice).legal)
     points = game_minor(lambda v, dice, count: scoring.roll_jans(
         v, dice, count, scoring.roll_lists(v, dice)).points)
 
@@ -229,7 +228,7 @@ def components(env):
     return {
         "move lists (`moves.move_lists(...).legal`)":
             lambda x: legal(view(x.states), x.states._dice),
-        "legal mask (`moves.legal_action_mask`)": lambda x: M.legal_action_mask(
+        "legal mask (`moves.legal_action_mask`)": lambda x: legal_action_mask(
             view(x.states), x.states._dice, x.states._turn_stage == TS_HOLD_OR_GO),
         "jan scoring (`scoring.roll_jans` + `move_lists`)": jans,
         "move application (`env.step_deterministic`)":
@@ -340,16 +339,6 @@ def table(header, rows):
     """A markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
-
-
-def code_version():
-    """`git describe` of this checkout ("-dirty": tracked files changed), or "unknown"."""
-    try:
-        done = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                              text=True, cwd=Path(__file__).resolve().parent)
-    except OSError:
-        return "unknown"
-    return done.stdout.strip() or "unknown"
 
 
 def available_envs(no_pgx):

@@ -1,4 +1,5 @@
-"""How the engine's hot paths are batched and lowered, per backend (no game rules here).
+"""Which lowering the engine's hot paths get, per backend: how they are batched and compiled
+(no game rules here).
 
 `game_minor`: the move rules (moves.py, scoring.py) are written for arrays whose structure
 axes come first and whose trailing axes, if any, are games ("lanes"). Called on one position
@@ -19,17 +20,17 @@ the cache too.
 readers (the materialisation schedule, stated on the rules it applies to); `materialising`:
 a function whose materialised steps share one loop trip count.
 
-Lowerings (`lowering()`, read at trace time): on CPU, a `materialised` result is computed
+Lowerings (`current()`, read at trace time): on CPU, a `materialised` result is computed
 in a while loop, large batches are chunked, `append` concatenates and `lookup` is a one-hot
-reduction; on an accelerator, `materialised` is plain fusion, a batch runs in one pass,
-`append` pads and selects and `lookup` gathers (H100, `step_deterministic` + `chance_step`
-of 2048 games: 0.94 ms fused, 0.99 ms with `optimization_barrier`, 1.34 ms with the while
-loops). The game-minor layout holds on both; "gpu-games-first" is the GPU lowering with
-`game_minor` a plain `jax.vmap` (games the major axis, the reductions over candidates along
-rows), kept to be timed beside it on a GPU (`bench --gpu`) before either is chosen per batch
-size. `worths.candidate_worths` scores candidates in passes that the lowering sizes
-(`Lowering.candidates_per_game`, `candidates_per_pass`). `TRICTRAC_LANES=cpu|gpu|...` forces
-a lowering on any backend (to test or verify the GPU path on CPU).
+reduction; on an accelerator, `materialised` is plain fusion (on a GPU the while loops
+cost more than the recomputation they save), a batch runs in one pass, `append` pads and
+selects and `lookup` gathers. The game-minor layout holds on both; "gpu-games-first" is the
+GPU lowering with `game_minor` a plain `jax.vmap` (games the major axis, the reductions over
+candidates along rows), kept to be timed beside it on a GPU (`python -m benchmarks.bench
+--gpu`) before either is chosen per batch size. `worths.candidate_worths` scores candidates
+in passes that the lowering sizes (`Lowering.candidates_per_game`, `candidates_per_pass`).
+`TRICTRAC_LOWERING=cpu|gpu|...` (or its former name `TRICTRAC_LANES`) forces a lowering on
+any backend (to test or verify the GPU path on CPU).
 """
 from __future__ import annotations
 
@@ -46,11 +47,11 @@ from jax.extend.core import jaxpr_as_fun
 from trictrac_jax.arrays import reduce_first, spread
 
 
-# On CPU, larger batches run this many games at a time: at 4096 games and more, one pass
-# over the whole batch ran 15-30% slower per game (its arrays leave the per-core cache);
-# 512 measured the same as 1024, 2048 about 10% slower.
+# On CPU, larger batches run this many games at a time: the largest chunk whose arrays stay
+# in the per-core cache (one pass over a larger batch is slower per game).
 CPU_CHUNK = 1024
-LOWERING_VARIABLE = "TRICTRAC_LANES"
+LOWERING_VARIABLE = "TRICTRAC_LOWERING"
+LOWERING_ALIAS = "TRICTRAC_LANES"  # the variable's former name, still read
 
 
 class Lowering(NamedTuple):
@@ -70,15 +71,13 @@ class Lowering(NamedTuple):
     candidates_per_pass: int  # ... a pass of at most this many pairs
 
 
-# Candidate passes. CPU: the valid candidates only (a lookahead's 8 likeliest moves include
-# illegal slots: a self-play decision of 128 games took 238 ms scoring every pair, 132 ms
-# the valid ones); 256 candidates x 36 rolled states are 9 whole CPU_CHUNKs; greedy
-# on 1000 mid-game positions took 2.1 s at 256 a pass, 2.5 s at 1024, 3.2 s at 4096, and 3-5x
-# longer when the rolled states were not a multiple of CPU_CHUNK. GPU: the lookahead of a
-# base.yaml decision (2,048 games x up to 32 candidates) in one pass of 2.4M rolled states,
-# its device memory linear in the pass: 4.8, 9.6 and 19.1 GB at 8, 16 and 32 candidates a
-# game (compiled for an H100, `python train/recipes_h100.py`), so a pass stays under a
-# quarter of the H100's 80 GB beside a training iteration's 5.8 GB.
+# Candidate passes. CPU: the valid candidates only (a lookahead's likeliest moves include
+# illegal ones, and scoring them costs as much as the legal ones), in small passes whose
+# rolled states (256 candidates x 36 rolls) are whole CPU_CHUNKs: larger passes, or passes
+# that are not a multiple of CPU_CHUNK, were slower. GPU: the lookahead of a whole base.yaml
+# decision (2,048 games x up to 32 candidates) in one pass, whose device memory grows with
+# the pass: at 32 candidates a game it stays well inside an H100's memory beside a training
+# iteration (`python -m experiments.recipes_h100`).
 LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, join_by_select=False,
                              gather=False, reduce_apart=False, games_last=True,
                              every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
@@ -89,13 +88,14 @@ LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, join_by_sel
 LOWERINGS["gpu-games-first"] = LOWERINGS["gpu"]._replace(games_last=False)
 
 
-def lowering() -> Lowering:
-    """The lowering of `$TRICTRAC_LANES` if set, else of the default backend ("gpu" for any
-    accelerator); read when a function is traced."""
-    name = os.environ.get(LOWERING_VARIABLE) or (
+def current() -> Lowering:
+    """The lowering that `$TRICTRAC_LOWERING` (or `$TRICTRAC_LANES`) names if set, else the
+    default backend's ("gpu" for any accelerator); read when a function is traced."""
+    variable = next((v for v in (LOWERING_VARIABLE, LOWERING_ALIAS) if os.environ.get(v)), None)
+    name = os.environ[variable] if variable else (
         "cpu" if jax.default_backend() == "cpu" else "gpu")
     if name not in LOWERINGS:
-        raise ValueError(f"${LOWERING_VARIABLE} must be one of {sorted(LOWERINGS)}, got {name!r}")
+        raise ValueError(f"${variable} must be one of {sorted(LOWERINGS)}, got {name!r}")
     return LOWERINGS[name]
 
 
@@ -110,7 +110,7 @@ def batch_rule(fn, batched_fn):
         broadcast = lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
         args = jax.tree.map(broadcast, list(args), list(in_batched))
         chunks = axis_size // CPU_CHUNK
-        if lowering().chunked and chunks > 1 and axis_size % CPU_CHUNK == 0:
+        if current().chunked and chunks > 1 and axis_size % CPU_CHUNK == 0:
             split = lambda x: x.reshape((chunks, CPU_CHUNK) + x.shape[1:])
             def body(chunk):
                 # The chunk and its result are copied whole: loops that read or write them
@@ -158,7 +158,7 @@ def traced_once(fn):
 
     def from_jaxpr(*args):
         flat, tree = jax.tree.flatten(args)
-        key = (tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in flat), lowering(),
+        key = (tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in flat), current(),
                jax.config.jax_enable_x64)
         traced = jaxprs.get(key) or jax.make_jaxpr(lambda *xs: fn(*tree.unflatten(xs)),
                                                    return_shape=True)(*flat)
@@ -195,7 +195,7 @@ def computed_once(witness):
     the loop away. Under the GPU lowering `once(fn)` is `fn()`, fused as XLA chooses:
     faster there.
     """
-    if not lowering().materialise_in_loop:
+    if not current().materialise_in_loop:
         return lambda fn: fn()
     trips = _trip_count(witness)
     return lambda fn: _once(fn, trips)
@@ -217,7 +217,7 @@ def materialised(fn):
     """
     @functools.wraps(fn)
     def computed(*args):
-        if not lowering().materialise_in_loop:
+        if not current().materialise_in_loop:
             return fn(*args)
         trips = _SCHEDULE_TRIPS.get()
         if trips is None:
@@ -232,7 +232,7 @@ def materialising(fn):
     for all, and no read of a step's result that nothing else reads."""
     @functools.wraps(fn)
     def scheduled(*args):
-        if not lowering().materialise_in_loop:
+        if not current().materialise_in_loop:
             return fn(*args)
         token = _SCHEDULE_TRIPS.set(_trip_count(jax.tree.leaves(args)[0]))
         try:
@@ -246,11 +246,10 @@ def append(body, last, axis: int):
     """`concatenate([body, last], axis)`, `last` being one entry along `axis` (size 1 there).
 
     Under the GPU lowering a pad and a select: XLA's GPU backend materialises a concatenation
-    read by several fusions, and fuses the select into each reader instead (H100 estimate,
-    compiled program, random play at 8,192 games: 62,917 -> 52,297 bytes a game-step). On
-    CPU the concatenation: there the select's loops stay scalar (random play at 1,024
-    games, 2-core CPU: about 85,000 steps/s with the select, 115,000 without)."""
-    if not lowering().join_by_select:
+    read by several fusions (bytes written and read again), and fuses the select into each
+    reader instead. On CPU the concatenation: there the select's loops stay scalar, and
+    random play is markedly slower with it."""
+    if not current().join_by_select:
         return jnp.concatenate([body, last], axis)
     pad = [(0, 0)] * body.ndim
     pad[axis] = (0, 1)
@@ -263,11 +262,11 @@ def lookup(table, index):
     (values outside 0..n-1 read 0).
 
     Under the GPU lowering a gather, which XLA's GPU backend fuses into its readers like an
-    elementwise operation (H100 estimate, compiled program, random play at 32,768 games:
-    85.5 -> 78.5 kernels a step); on CPU a one-hot reduction: gathers are slow there."""
+    elementwise operation (fewer kernels a step than the reduction); on CPU a one-hot
+    reduction: gathers are slow there."""
     index = jnp.asarray(index)
     table = spread(table, index)
-    if lowering().gather:
+    if current().gather:
         shape = jnp.broadcast_shapes(table.shape[1:], index.shape)
         table = jnp.broadcast_to(table, table.shape[:1] + shape)
         return jnp.take_along_axis(table, jnp.broadcast_to(index, shape)[None], axis=0,
@@ -297,7 +296,7 @@ def reduce_candidates(operand, op, init, dtype=None):
     `CANDIDATE_GROUPS` groups of candidates (games x groups / 128 blocks; a group's sum in
     the operand's dtype: a group of 64 0/1 counts fits a byte), then across the groups.
     """
-    if not lowering().reduce_apart:
+    if not current().reduce_apart:
         return reduce_first(operand, op, init, dtype)
     n = operand.shape[0]
     groups = CANDIDATE_GROUPS if n % CANDIDATE_GROUPS == 0 else 1
@@ -316,7 +315,7 @@ def game_minor(fn):
     arguments that are not batched are broadcast to the batch.
     """
     def minor(*args):  # batch-first arguments -> batch-first results
-        if not lowering().games_last:
+        if not current().games_last:
             return jax.vmap(fn)(*args)
         out = fn(*(jnp.moveaxis(x, 0, -1) for x in args))
         return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out)

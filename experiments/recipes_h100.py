@@ -2,40 +2,39 @@
 on this CPU (no GPU needed) and read (`tools/gpu_program.py`): kernels, host syncs, bytes,
 device memory and the time `gpu_program.H100_MODEL` estimates per decision of every game.
 
-    python train/recipes_h100.py                       # every recipe of recipes.SEARCHES
-    python train/recipes_h100.py --recipe lookahead16 --games 2048
+    python -m experiments.recipes_h100                       # every recipe of recipes.SEARCHES
+    python -m experiments.recipes_h100 --recipe lookahead16 --games 2048
 
 What is compiled: `selfplay.decide` alone (the recipe's search with self-play's noise, then
 the step and the new games), base.yaml's network and game count, the engine's GPU lowering
-(`TRICTRAC_LANES=gpu`). Device memory is that program's: the network, the games and the
+(`TRICTRAC_LOWERING=gpu`). Device memory is that program's: the network, the games and the
 decision's temporaries (no replay buffer, no updates). Every time is an estimate of the
 compiled program, never a measurement.
+
+Supports docs/training.md, "Choosing base.yaml" (the seconds a decision costs on an H100).
 """
 from __future__ import annotations
 
 import argparse
 import functools
 import os
-import pathlib
 import shlex
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # train/recipes.py
+from trictrac_jax.tools import gpu_program as G  # before any JAX computation
 
-from trictrac_jax.tools import gpu_program as G  # noqa: E402  (before any JAX computation)
+import jax
 
-import jax  # noqa: E402
-
-from trictrac_jax.az import config as C  # noqa: E402
-from trictrac_jax.az import search as S  # noqa: E402
-from trictrac_jax.az import selfplay  # noqa: E402
-from trictrac_jax.az import training as T  # noqa: E402
-from trictrac_jax.az.model import model_from_config  # noqa: E402
-from trictrac_jax.tools import measure  # noqa: E402
-from trictrac_jax.tools.gpu_report import BASE_CONFIG, program_record  # noqa: E402
-from recipes import SEARCHES  # noqa: E402
+from trictrac_jax.az import config as C
+from trictrac_jax.az import search as S
+from trictrac_jax.az import selfplay
+from trictrac_jax.az import training as T
+from trictrac_jax.az.model import model_from_config
+from trictrac_jax.az import run
+from benchmarks import measure
+from benchmarks.gpu_report import BASE_CONFIG, program_record
+from experiments.recipes import SEARCHES
 
 TIME_LABEL = "H100 estimate (compiled program, model in docs/gpu-program.md)"
 
@@ -97,15 +96,15 @@ def main(argv=None):
                    help="games decided at once (default: base.yaml's selfplay.batch_size)")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
-    os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator lowering, as an H100 runs it
+    os.environ["TRICTRAC_LOWERING"] = "gpu"  # the engine's accelerator lowering, as an H100 runs it
     jax.config.update("jax_platforms", "cpu")  # compile-only devices need no backend
     rows = []
     for name in args.recipe or list(SEARCHES):
         measure.log(f"compiling one decision of {name} for an H100")
         rows.append(recipe_row(name, SEARCHES[name], args.games))
-    command = shlex.join(["python", "train/recipes_h100.py", *argv])
+    command = shlex.join(["python", "-m", "experiments.recipes_h100", *argv])
     print(f"One self-play decision of {args.games:,} games, `{command}`, code at git "
-          f"{measure.code_version()}, jax {jax.__version__}:\n")
+          f"{run.code_version()}, jax {jax.__version__}:\n")
     print(table(rows) + "\n\nThe costliest kernels by bytes a call:\n\n" + costliest(rows))
     return rows
 

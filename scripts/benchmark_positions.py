@@ -1,8 +1,8 @@
 """Make the position benchmark (trictrac_jax/tools/data/positions.jsonl.gz): decisions drawn
 from games of several agents, every legal move valued by a deep evaluation of the champion.
 
-    python train/benchmark_positions.py                          # the shipped file, seed 0
-    python train/benchmark_positions.py --games 4 --per-source 5 --work /tmp/b --out /tmp/b.jsonl.gz
+    python -m scripts.benchmark_positions                          # the shipped file, seed 0
+    python -m scripts.benchmark_positions --games 4 --per-source 5 --work /tmp/b --out /tmp/b.jsonl.gz
 
 1. Games (`SOURCES`): each source plays `--games` games, its first agent White in half of
    them; every decision with more than one legal action is a candidate, of either player.
@@ -28,22 +28,20 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+from trictrac_jax import devices
+from trictrac_jax import io
+from trictrac_jax.az import expectimax as X
+from trictrac_jax.az import network_agents
+from trictrac_jax.az.model import model_from_config
+from trictrac_jax.env import Trictrac, has_choice
+from trictrac_jax.state import TS_HOLD_OR_GO
+from trictrac_jax.tools import positions
 
-from trictrac_jax import devices  # noqa: E402
-from trictrac_jax import io  # noqa: E402
-from trictrac_jax.az import expectimax as X  # noqa: E402
-from trictrac_jax.az import players  # noqa: E402
-from trictrac_jax.az.model import model_from_config  # noqa: E402
-from trictrac_jax.env import Trictrac, has_choice  # noqa: E402
-from trictrac_jax.state import TS_HOLD_OR_GO  # noqa: E402
-from trictrac_jax.tools import positions  # noqa: E402
-
-# (first agent, second agent) of each source's games: `players.load_agent` specs.
+# (first agent, second agent) of each source's games: `network_agents.load_agent` specs.
 SOURCES = (("champion:2@policy", "champion:2@policy"),
            ("champion:2@rolls:32", "champion:2@rolls:32"),
            ("champion:2@rolls:32", "greedy"),
@@ -92,7 +90,7 @@ def play_games(source, games: int, key, chunk: int = 25):
     """Every state of `games` games of `source` (A White in the first half), on the host:
     a list of State [G], one per decision number, until all games are over."""
     env = Trictrac()
-    agents = [players.load_agent(spec) for spec in source]
+    agents = [network_agents.load_agent(spec) for spec in source]
     colour_a = (jnp.arange(games) >= games // 2).astype(jnp.int32)
 
     @jax.jit
@@ -103,7 +101,7 @@ def play_games(source, games: int, key, chunk: int = 25):
 
     k_init, key = jax.random.split(key)
     states, seen = jax.vmap(env.init)(jax.random.split(k_init, games)), []
-    while not bool(jnp.all(states.terminated | states.truncated)):
+    while not bool(jnp.all(states.done)):
         key, k = jax.random.split(key)
         states, stacked = run(states, k)
         seen += [jax.tree.map(lambda x: x[t], stacked) for t in range(chunk)]
@@ -112,7 +110,7 @@ def play_games(source, games: int, key, chunk: int = 25):
 
 def candidates(source, seen: list, colour_a):
     """The decisions of the games `seen` with a choice to make, as dicts (no values yet)."""
-    length = sum(~np.asarray(s.terminated | s.truncated) for s in seen)
+    length = sum(~np.asarray(s.done) for s in seen)
     out = []
     for t, s in enumerate(seen[1:], start=1):  # decision 0: White's opening roll
         for g in np.flatnonzero(np.asarray(has_choice(s))):
@@ -179,7 +177,7 @@ def make_decisions(args) -> list:
 def valuers(network: str, top_k: int, rollouts: int, cap: int):
     """(scale, two_ply, rollout): the network's margin_scale and jitted valuations of
     PAIRS_PER_CALL (state, action) pairs (rollout: `rollouts` each, keys [pairs, rollouts])."""
-    params, config = players.load_network(network)
+    params, config = network_agents.load_network(network)
     model = model_from_config(config)
     two_ply = jax.jit(lambda s, a: X.two_ply_worths(model, params, s, a, top_k))
     repeat = lambda x: jnp.repeat(x, rollouts, axis=0)
@@ -295,7 +293,7 @@ def main(argv=None) -> int:
     costs["values"] = costs.get("values", 0.0) + spent
     costs_file.write_text(json.dumps(costs))
     valued = {v["index"]: v for v in map(json.loads, values_file.open())}
-    header = {"command": " ".join(["python train/benchmark_positions.py",
+    header = {"command": " ".join(["python -m scripts.benchmark_positions",
                                    *(sys.argv[1:] if argv is None else argv)]),
               "commit": commit(), "seed": args.seed, "games_per_source": args.games,
               "sources": [" vs ".join(s) for s in SOURCES], "network": args.network,

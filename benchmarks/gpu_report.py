@@ -1,4 +1,4 @@
-"""`python -m trictrac_jax.tools.bench --h100`: what the project's GPU programs do, compiled
+"""`python -m benchmarks.bench --h100`: what the project's GPU programs do, compiled
 for an H100 on this CPU (no GPU needed), and a TPU v5e chip's device memory.
 
 Compiles and reads (`gpu_program`):
@@ -33,10 +33,11 @@ from jax.sharding import Mesh
 
 from trictrac_jax.az import config as C
 from trictrac_jax.az import training as T
+from trictrac_jax.az import run
 from trictrac_jax.tools import gpu_program as G
-from trictrac_jax.tools import measure
+from benchmarks import measure
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 BASE_CONFIG = CONFIGS / "base.yaml"
 TPU_CONFIG = CONFIGS / "tpu.yaml"
 GAMES = (1024, 8192, 32768, 131072)
@@ -47,7 +48,7 @@ FEW_BLOCKS = 8  # a kernel of this many blocks or fewer leaves most of the 132 S
 # Random play measured on one NVIDIA H100 80GB HBM3 (code at ea19265, jax 0.11.2): steps/s
 # by (env, loop, games). The model's calibration (`calibration`).
 MEASURED = ("measured on one NVIDIA H100 80GB HBM3, code at ea19265, jax 0.11.2, "
-            "`python -m trictrac_jax.tools.bench --gpu --budget-seconds 110`")
+            "`python -m benchmarks.bench --gpu --budget-seconds 110`")
 MEASURED_STEPS_PER_S = {
     ("trictrac", "plain", 1024): 4_719_446, ("pgx backgammon", "plain", 1024): 9_782_047,
     ("trictrac", "plain", 8192): 8_319_295, ("pgx backgammon", "plain", 8192): 16_033_974,
@@ -224,7 +225,7 @@ def markdown(result: dict) -> str:
         "memory, launch sizes, registers and spills are facts of the compiled program; bytes "
         "are an estimate of what its kernels read and write.", "",
         "Measured on a GPU: the calibration table below (" + MEASURED + "), and "
-        "[speed.md](speed.md). `python -m trictrac_jax.tools.bench --gpu --out DIR` measures "
+        "[speed.md](speed.md). `python -m benchmarks.bench --gpu --out DIR` measures "
         "on a GPU machine.", "",
         "## Random play", "",
         f"The two loops that `bench --gpu` times on a GPU ({RANDOM_STEPS} steps a call): "
@@ -355,7 +356,7 @@ def model_section(rows) -> list[str]:
              "largest |log(estimate / measured)| over the 8 rows of the plain loop below "
              "(Nelder-Mead), the estimate made on the kernels of each measured program "
              f"compiled here with jax 0.10.2 at {codes}, whose engine is the measured code's "
-             "(`trictrac_jax/tools/data/h100-calibration.jsonl.gz`, written by `bench --h100 "
+             "(`benchmarks/data/h100-calibration.jsonl.gz`, written by `bench --h100 "
              "--h100-calibration`). The measurements: " + MEASURED + ".", "",
              "| games | loop | env | measured µs/step | estimated µs/step | of which spills | "
              "error |", "|---|---|---|---|---|---|---|"]
@@ -386,7 +387,7 @@ def model_section(rows) -> list[str]:
 def searched(config: C.Config) -> str:
     s = config.search
     return (f"{config.selfplay.batch_size:,} games, {s.num_simulations} simulations, "
-            f"{s.algorithm}, {s.max_actions} action slots")
+            f"{s.algorithm}, {s.max_actions} action columns")
 
 
 def iterated(config: C.Config) -> str:
@@ -398,7 +399,7 @@ def iterated(config: C.Config) -> str:
 
 def run(args, command) -> dict:
     """Compile, print the report and write it (markdown, JSON beside it)."""
-    os.environ["TRICTRAC_LANES"] = "gpu"  # the engine's accelerator lowering, as an H100 runs it
+    os.environ["TRICTRAC_LOWERING"] = "gpu"  # the engine's accelerator lowering, as an H100 runs it
     # Compile-only devices need no backend: none is looked for (a CUDA or TPU one would fail
     # here, noisily).
     jax.config.update("jax_platforms", "cpu")
@@ -407,7 +408,7 @@ def run(args, command) -> dict:
     games = args.h100_games or list(GAMES)
     loops = args.h100_loops or list(LOOPS)
     rows, programs = random_rows(names, games, loops, measure.log)
-    code = measure.code_version()
+    code = run.code_version()
     if args.h100_calibration:
         write_calibration(args.h100_calibration, programs, code)
     compile_times = [] if args.no_compile_time else [
