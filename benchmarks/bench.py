@@ -139,16 +139,20 @@ def split_section(rows, batch, mid_steps):
 
 def cost_section(rows, batch):
     body = table(("env.step of", "GFLOP", "GB accessed", "CPU steps/s (measured)",
-                  f"{GPU_NAME} steps/s (**estimate**)"), [
+                  "H100 steps/s, H100 estimate (compiled program, model in docs/gpu-program.md): "
+                  "roofline bound"), [
         (r["env"], f"{r['flops'] / 1e9:.2f}", f"{r['bytes'] / 1e9:.2f}", f"{r['cpu']:,.0f}",
          f"{r['gpu']:,.0f}") for r in rows])
     peer = " (pgx on its initial states)" if len(rows) > 1 else ""
     return "\n\n".join([
         f"## XLA cost analysis of one batched step (batch {batch})", body,
         f"The estimate is a roofline bound, not a measurement: batch / max(bytes accessed / "
-        f"{GPU_BYTES_PER_S / 1e12:g} TB/s, flops / {GPU_FLOPS / 1e12:g} TFLOP/s), from the "
-        "CPU-compiled program (a GPU build fuses differently, and kernel launches and "
-        "partial bandwidth use make real runs slower; `--gpu` measures them). The measured CPU "
+        f"{GPU_BYTES_PER_S / 1e12:g} TB/s, flops / {GPU_FLOPS / 1e12:g} TFLOP/s) of an "
+        f"{GPU_NAME}, from the CPU-compiled program (a GPU build fuses differently, and "
+        "kernel launches and partial bandwidth use make real runs slower). The model fitted "
+        "to the H100's measurements, and its estimates of the H100's own program, are in "
+        "[gpu-program.md](gpu-program.md); the H100 measured, in "
+        "[speed.md](speed.md#measured-on-one-h100). The measured CPU "
         f"rate is that of this call alone{peer}."])
 
 
@@ -193,7 +197,8 @@ def machine_section(command, loads):
         "process's peak resident memory on CPU (device peak bytes in use on GPU), measured "
         "in a fresh process per row; state bytes is the size of one game's state.",
         "* Measured GPU figures (random play, the split of a search, self-play): "
-        "`python -m benchmarks.bench --gpu` on the GPU machine (README, Benchmarks)."])
+        "`python -m benchmarks.bench --gpu` on a GPU machine "
+        "([speed.md](speed.md#measured-on-one-h100))."])
 
 
 # --- entry point ---

@@ -56,7 +56,8 @@ def cases() -> dict:
 
 def bots(setup: tt.Trictrac, key) -> dict:
     """The newest champion as `python -m trictrac_jax.tools.play` runs it, its search (a
-    level weaker than the lookahead for the first champion: docs/training.md) and the first
+    level weaker than the lookahead for the first champion:
+    docs/journal/search-at-play-time.md) and the first
     champion (a smaller network), on a mid-game position (after 30 random moves); empty
     without the training extra."""
     if importlib.util.find_spec("mctx") is None:

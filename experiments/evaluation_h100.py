@@ -16,7 +16,7 @@ also absorbs the model's error on these programs. Compilation is not estimated: 
 evaluators' is taken as measured there (34 s for three, 11 s each). Every time printed is an
 H100 estimate (compiled program, model in docs/gpu-program.md), never a measurement.
 
-Supports docs/training.md, "The evaluation's share".
+Supports docs/training.md, "The evaluation's share" (the study: docs/journal/evaluation-share.md).
 """
 from __future__ import annotations
 

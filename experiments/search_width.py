@@ -16,7 +16,7 @@ width, and how many moves differ.
     python -m experiments.search_width --agreement --widths 128,32,24,16 --simulations 64 \
         --games 512
 
-Supports docs/training.md, "How it works" (the trees' width, `search.max_actions`).
+Supports docs/journal/search-width.md (the trees' width, `search.max_actions`).
 """
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ from trictrac_jax.az import network_agents
 from trictrac_jax.az import run
 
 CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "configs"
-# Champion 2's recipe (docs/training.md, "Champion 2" and "Toward champion 3"), carried on
+# Champion 2's recipe (docs/journal/champion-2.md; docs/training.md, "Toward champion 3"), carried on
 # until the clock stops it: the learning rate stays at its peak (a cosine would be cut short
 # wherever the clock falls).
 CARRY_ON = ["search.algorithm=lookahead", "search.max_num_considered_actions=8",

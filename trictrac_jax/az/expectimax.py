@@ -1,5 +1,5 @@
 """Deep evaluations of a decision's moves, deeper than any agent plays: the position
-benchmark's values (`train/benchmark_positions.py`, docs/position-benchmark.md).
+benchmark's values (`scripts/benchmark_positions.py`, docs/position-benchmark.md).
 
     two_ply_worths(model, params, states, actions, top_k)          float32[P], exact over dice
     rollout_worths(model, params, states, actions, keys, max_decisions)   float32[P], sampled

@@ -50,7 +50,7 @@ class Play(NamedTuple):
 
 # The tree width of `search:N`: as many actions as the lookahead's 32 likeliest moves; a
 # narrower tree takes markedly less time a position than the 256 of a run's search
-# (docs/training.md, "Yardsticks above greedy, and search at play time").
+# (docs/journal/search-at-play-time.md).
 SEARCH_WIDTH = 32
 
 # The ways to play a spec may name after '@', each with its integer argument.
