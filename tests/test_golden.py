@@ -40,3 +40,48 @@ def test_verify_reports_disagreement(tmp_path, capsys):
     out = capsys.readouterr().out
     assert status == 1
     assert "[legal]" in out and "(100.000%)" not in out.splitlines()[-1]
+
+
+def _first_games(n: int):
+    """The step lines and the summary lines of the golden files' first `n` games."""
+    import gzip
+    import json
+
+    steps = []
+    with gzip.open(golden_dir() / "games.jsonl.gz", "rt") as f:
+        for line in f:
+            record = json.loads(line)
+            if record["game"] >= n:
+                break
+            steps.append(record)
+    with gzip.open(golden_dir() / "games-summary.jsonl.gz", "rt") as f:
+        summaries = [s for s in map(json.loads, f) if s["game"] < n]
+    return steps, summaries
+
+
+def _write(path, records):
+    import json
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+def test_summary_agrees_with_the_replayed_games(tmp_path, capsys):
+    """A summary file is checked against the last state of each game replayed in the same
+    call (named before the games file, as `*.jsonl.gz` orders them); a changed winner or
+    final score is a disagreement."""
+    steps, summaries = _first_games(3)
+    assert len(summaries) == 3
+    games = _write(tmp_path / "games.jsonl", steps)
+    status = verify.main([_write(tmp_path / "games-summary.jsonl", summaries), games])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert any(line.split() == ["end", "3/3"] for line in out.splitlines()), out
+
+    summaries[1]["winner"] = 3 - summaries[1]["winner"]
+    summaries[2]["p1"][1] += 1
+    status = verify.main([_write(tmp_path / "bad-summary.jsonl", summaries), games])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert any(line.split() == ["end", "1/3"] for line in out.splitlines()), out
+    assert "[end] game 1 (summary)" in out

@@ -1,7 +1,7 @@
 """The position benchmark's file: decisions (positions and dice) with every legal move
 valued, for `python -m trictrac_jax.tools.rate` (docs/position-benchmark.md).
 
-The file (`PATH`, package data; made by `train/benchmark_positions.py`) is gzip JSON lines:
+The file (`PATH`, package data; made by `scripts/benchmark_positions.py`) is gzip JSON lines:
 a first line `{"header": {...}}` (how it was made: games, sampling, evaluations, seed,
 cost), then one decision a line:
 

@@ -1,6 +1,6 @@
 """Replay the reference engine's golden files and measure agreement.
 
-    python -m trictrac_jax.tools.verify ../shared/golden/games.jsonl.gz ../shared/golden/positions.jsonl.gz
+    python -m trictrac_jax.tools.verify ../shared/golden/*.jsonl.gz
 
 Every line is replayed through the public API (vmapped, jitted, in batches) and compared, per
 check, with what the reference engine recorded:
@@ -13,7 +13,10 @@ check, with what the reference engine recorded:
                reference's list order is not reproduced);
 * observation: the 217-float encoding (where the file has it), to 1e-5;
 * string_id:   `to_string_id` of every recorded state, and the state read back by
-               `from_string_id`.
+               `from_string_id`;
+* end:         a summary file's line per game (games-summary.jsonl.gz): its number of
+               steps, final stage, players and winner, against the last state that our
+               replay of that game's steps reached (the games file in the same call).
 
 Prints the agreements per check, the first disagreements, and a last line
 `agreement: <agree>/<total> (<percent>%)`. Exits with status 0 only at 100%.
@@ -37,7 +40,7 @@ from trictrac_jax.moves import decode
 from trictrac_jax import scoring
 from trictrac_jax.env import Trictrac, dice_to_outcome
 
-CHECKS = ("legal", "moves", "state", "points", "jans", "observation", "string_id")
+CHECKS = ("legal", "moves", "state", "points", "jans", "observation", "string_id", "end")
 BATCH = 512
 
 
@@ -103,15 +106,19 @@ def _strip_id(rec):
     return {k: v for k, v in rec.items() if k != "id"}
 
 
-def verify_games(lines, kernels, tally: Tally):
+def verify_games(lines, kernels, tally: Tally) -> dict:
+    """Checks every step; returns {game: (step, our state after it)} for each game's last
+    step."""
+    ours = {}
     chance = [r for r in lines if r["kind"] == "chance"]
     decision = [r for r in lines if r["kind"] == "decision"]
     for chunk, padded in _padded(chance, BATCH):
         states = io.states_from_records([r["before"] for r in padded])
         dice = jnp.array([r["dice"] for r in padded], jnp.int32)
         rolled, jans, listed = kernels["roll"](states, dice)
-        _compare_roll(tally, chunk, rolled, jans, listed, lambda r: r["after"],
-                      lambda r: f"game {r['game']} step {r['t']}")
+        records = _compare_roll(tally, chunk, rolled, jans, listed, lambda r: r["after"],
+                                lambda r: f"game {r['game']} step {r['t']}")
+        ours.update(((r["game"], r["t"]), rec) for r, rec in zip(chunk, records))
     for chunk, padded in _padded(decision, BATCH):
         states = io.states_from_records([r["before"] for r in padded])
         actions = jnp.array([r["action"] for r in padded], jnp.int32)
@@ -131,6 +138,11 @@ def verify_games(lines, kernels, tally: Tally):
             tally.check("state", _strip_id(after[k]) == _strip_id(r["after"]), where,
                         r["after"], after[k])
             _check_ids(tally, [r["before"], r["after"]], where)
+            ours[r["game"], r["t"]] = after[k]
+    last = {}
+    for (game, t), record in sorted(ours.items()):
+        last[game] = (t, record)
+    return last
 
 
 def _compare_roll(tally, chunk, rolled, jans, listed, after_of, where_of):
@@ -146,6 +158,28 @@ def _compare_roll(tally, chunk, rolled, jans, listed, after_of, where_of):
         tally.check("jans", _same_jans(r["jans"], got_jans), where, r["jans"], got_jans)
         tally.check("state", _strip_id(records[k]) == _strip_id(after_of(r)), where,
                     after_of(r), records[k])
+    return records[:len(chunk)]
+
+
+def _winner(record) -> int | None:
+    """The reference's `determine_winner`: the id of a player with more than 11 holes."""
+    return next((p for p in (1, 2) if record[f"p{p}"][1] > 11), None)
+
+
+def verify_summaries(summaries, last, tally: Tally) -> int:
+    """Each summary line against our last state of its game (`verify_games`' `last`);
+    returns how many summary lines had no replayed game to compare with."""
+    missing = 0
+    for row in summaries:
+        if row["game"] not in last:
+            missing += 1
+            continue
+        t, record = last[row["game"]]
+        want = {k: row[k] for k in ("steps", "final_stage", "p1", "p2", "winner")}
+        got = {"steps": t + 1, "final_stage": record["stage"], "p1": record["p1"],
+               "p2": record["p2"], "winner": _winner(record)}
+        tally.check("end", got == want, f"game {row['game']} (summary)", want, got)
+    return missing
 
 
 def verify_positions(lines, kernels, tally: Tally):
@@ -174,19 +208,29 @@ def main(argv=None) -> int:
 
     kernels = _make_kernels(Trictrac(max_steps=None))
     tally = Tally(args.examples)
+    last, summaries = {}, []
     for path in args.files:
         lines = list(read_jsonl(path))
         if not lines:
             print(f"{path}: empty")
             continue
         if "kind" in lines[0]:
-            verify_games(lines, kernels, tally)
+            last |= verify_games(lines, kernels, tally)
         elif "pos" in lines[0]:
             verify_positions(lines, kernels, tally)
+        elif "final_stage" in lines[0]:
+            summaries += lines
+            print(f"{path}: {len(lines)} game summaries, checked against the games replayed")
+            continue
         else:
-            print(f"{path}: not a games or positions file (no 'kind' or 'pos' field)")
+            print(f"{path}: not a games, positions or summary file (no 'kind', 'pos' or "
+                  f"'final_stage' field)")
             return 2
         print(f"{path}: {len(lines)} lines replayed")
+    missing = verify_summaries(summaries, last, tally)
+    if missing:
+        print(f"{missing} game summaries name games that no games file of this call holds: "
+              f"not checked")
     for name in CHECKS:
         if tally.total[name]:
             print(f"  {name:<12} {tally.agree[name]:>8}/{tally.total[name]}")
