@@ -27,7 +27,7 @@ import numpy as np
 import trictrac_jax as tt
 from trictrac_jax import devices
 from trictrac_jax.agents import random_agent
-from trictrac_jax.az import run
+from trictrac_jax.az.run import code_version
 from benchmarks import bench_gpu, gpu_report
 from benchmarks.measure import (BACKGAMMON, COMPILE_GAMES, STEP_ROW, TRICTRAC, available_envs,
                                 compile_rows, compile_table, components, fastest_calls,
@@ -180,7 +180,7 @@ def machine_section(command, loads):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return "\n".join([
         "# Benchmarks", "",
-        f"Measured on {now} with `{command}` (code at git {run.code_version()}).", "",
+        f"Measured on {now} with `{command}` (code at git {code_version()}).", "",
         f"* Machine: {cpu}, {os.cpu_count()} cores, {mem_kb / 2**20:.0f} GiB memory",
         f"* Python {platform.python_version()}, jax {jax.__version__}, devices "
         f"{', '.join(str(d) for d in jax.devices())}, pgx {pgx_version}",

@@ -42,7 +42,7 @@ import mctx
 import trictrac_jax as tt
 from trictrac_jax.az import config as C
 from trictrac_jax.az import network as N
-from trictrac_jax.az import run
+from trictrac_jax.az.run import code_version
 from trictrac_jax.az import search as S
 from trictrac_jax.az import training as T
 from trictrac_jax.az.model import model_from_config
@@ -432,7 +432,7 @@ def device_record(load_at_start):
         pgx_version = None
     return {"device_kind": device.device_kind, "platform": device.platform,
             "devices": jax.device_count(), "jax": jax.__version__, "mctx": mctx.__version__,
-            "pgx": pgx_version, "code": run.code_version(),
+            "pgx": pgx_version, "code": code_version(),
             "load": [load_at_start, os.getloadavg()[0]],
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 

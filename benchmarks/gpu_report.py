@@ -33,7 +33,7 @@ from jax.sharding import Mesh
 
 from trictrac_jax.az import config as C
 from trictrac_jax.az import training as T
-from trictrac_jax.az import run
+from trictrac_jax.az.run import code_version
 from trictrac_jax.tools import gpu_program as G
 from benchmarks import measure
 
@@ -408,7 +408,7 @@ def run(args, command) -> dict:
     games = args.h100_games or list(GAMES)
     loops = args.h100_loops or list(LOOPS)
     rows, programs = random_rows(names, games, loops, measure.log)
-    code = run.code_version()
+    code = code_version()
     if args.h100_calibration:
         write_calibration(args.h100_calibration, programs, code)
     compile_times = [] if args.no_compile_time else [
