@@ -175,8 +175,8 @@ def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
         return candidate_worths(states, actions, legal & has_choice(states)[:, None],
                                 lambda s, a: rolled_worth(model, params, a, s))
 
-    def run(lowering: str):  # traced anew under `lowering`
-        monkeypatch.setenv(lowering.LOWERING_VARIABLE, lowering)
+    def run(name: str):  # traced anew under the lowering `name`
+        monkeypatch.setenv(lowering.LOWERING_VARIABLE, name)
         jax.clear_caches()  # the env's methods are jitted: no trace of the other lowering
         return np.asarray(jax.jit(lookahead_worths)(params, batch))
 
