@@ -109,7 +109,7 @@ def _strip_id(rec):
 def verify_games(lines, kernels, tally: Tally) -> dict:
     """Checks every step; returns {game: (step, our state after it)} for each game's last
     step."""
-    ours = {}
+    last = {}
     chance = [r for r in lines if r["kind"] == "chance"]
     decision = [r for r in lines if r["kind"] == "decision"]
     for chunk, padded in _padded(chance, BATCH):
@@ -118,7 +118,8 @@ def verify_games(lines, kernels, tally: Tally) -> dict:
         rolled, jans, listed = kernels["roll"](states, dice)
         records = _compare_roll(tally, chunk, rolled, jans, listed, lambda r: r["after"],
                                 lambda r: f"game {r['game']} step {r['t']}")
-        ours.update(((r["game"], r["t"]), rec) for r, rec in zip(chunk, records))
+        for r, record in zip(chunk, records):
+            _keep_last(last, r, record)
     for chunk, padded in _padded(decision, BATCH):
         states = io.states_from_records([r["before"] for r in padded])
         actions = jnp.array([r["action"] for r in padded], jnp.int32)
@@ -138,11 +139,14 @@ def verify_games(lines, kernels, tally: Tally) -> dict:
             tally.check("state", _strip_id(after[k]) == _strip_id(r["after"]), where,
                         r["after"], after[k])
             _check_ids(tally, [r["before"], r["after"]], where)
-            ours[r["game"], r["t"]] = after[k]
-    last = {}
-    for (game, t), record in sorted(ours.items()):
-        last[game] = (t, record)
+            _keep_last(last, r, after[k])
     return last
+
+
+def _keep_last(last: dict, line, record):
+    """`last[game]` = (step, our state after it) if `line` is its game's latest step yet."""
+    if line["game"] not in last or line["t"] > last[line["game"]][0]:
+        last[line["game"]] = (line["t"], record)
 
 
 def _compare_roll(tally, chunk, rolled, jans, listed, after_of, where_of):
@@ -158,7 +162,7 @@ def _compare_roll(tally, chunk, rolled, jans, listed, after_of, where_of):
         tally.check("jans", _same_jans(r["jans"], got_jans), where, r["jans"], got_jans)
         tally.check("state", _strip_id(records[k]) == _strip_id(after_of(r)), where,
                     after_of(r), records[k])
-    return records[:len(chunk)]
+    return records
 
 
 def _winner(record) -> int | None:
