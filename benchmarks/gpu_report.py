@@ -290,8 +290,8 @@ def spill_section(rows) -> list[str]:
              "dumps (pip's `nvidia-cuda-nvcc-cu12`), launch sizes from XLA's thunk sequence; "
              "trictrac's plain loop, the most spill bytes first (at most 3 a size). A spilled "
              "value goes to local memory, in the GPU's memory unless cached: traffic no HLO "
-             "shape shows. `tests/test_spills.py` fails when a kernel of `env.step` spills "
-             "more than 256 bytes a thread.", "",
+             "shape shows. `tests/test_spills.py` fails when any kernel of `env.step` spills "
+             "registers at 1,024, 8,192, 32,768 or 131,072 games.", "",
              "| games | kernel | spill stores + loads a thread | stack | registers | "
              "blocks x threads | estimated µs a step of its spills |",
              "|---|---|---|---|---|---|---|"]

@@ -62,6 +62,7 @@ class Lowering(NamedTuple):
     join_by_select: bool  # `append`: a pad and a select (else a concatenation)
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
     reduce_apart: bool  # `reduce_candidates`: apart from its operand, in two stages
+    bounded: bool  # `kernel_boundary`: an optimisation barrier (else nothing)
     games_last: bool  # `game_minor`: games moved to the last axis (else a plain vmap)
     # `worths.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
@@ -79,10 +80,10 @@ class Lowering(NamedTuple):
 # the pass: at 32 candidates a game it stays well inside an H100's memory beside a training
 # iteration (`python -m experiments.recipes_h100`).
 LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, join_by_select=False,
-                             gather=False, reduce_apart=False, games_last=True,
+                             gather=False, reduce_apart=False, bounded=False, games_last=True,
                              every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
              "gpu": Lowering(materialise_in_loop=False, chunked=False, join_by_select=True,
-                             gather=True, reduce_apart=True, games_last=True,
+                             gather=True, reduce_apart=True, bounded=True, games_last=True,
                              every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536)}
 LOWERINGS["gpu-games-first"] = LOWERINGS["gpu"]._replace(games_last=False)
@@ -306,6 +307,18 @@ def reduce_candidates(operand, op, init, dtype=None):
     partial = jax.lax.optimization_barrier(
         jax.lax.reduce(grouped, operand.dtype.type(init), op, (1,)))
     return reduce_first(partial, op, init, dtype)
+
+
+def kernel_boundary(values):
+    """`values` (a pytree), which XLA's GPU backend computes in kernels apart from those
+    that read them (an optimisation barrier) under the GPU lowering; unchanged elsewhere.
+
+    For a value read by rules that XLA would otherwise fuse with all that computes it into
+    one multi-output kernel of one thread a game, too many live values for 255 registers:
+    ptxas spills them (`python ../shared/gpu-proxy/spills.py step 131072`)."""
+    if not current().bounded:
+        return values
+    return jax.lax.optimization_barrier(values)
 
 
 def game_minor(fn):

@@ -17,7 +17,7 @@ from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax.board import NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lowering import game_minor, lookup
+from trictrac_jax.lowering import game_minor, kernel_boundary, lookup
 
 # Jan indices, in the reference's declaration order (the rows of `JAN_TABLE`).
 (FILLED_QUARTER, TRUE_HIT_SMALL, TRUE_HIT_BIG, TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES,
@@ -385,8 +385,9 @@ def _points(ways, double, lanes):
     `double` bool[13, *lanes]: each jan is worth its double roll's points."""
     values = jnp.where(double, A.leading(JAN_VALUES[:, 1], len(lanes)),
                        A.leading(JAN_VALUES[:, 0], len(lanes))) * ways
-    return jnp.stack([jnp.sum(jnp.maximum(values, 0), axis=0),
-                      jnp.sum(jnp.maximum(-values, 0), axis=0)])
+    # folded: a reduction over 13 jans would be a GPU kernel of its own
+    return jnp.stack([A.fold(jnp.add, jnp.maximum(values, 0)),
+                      A.fold(jnp.add, jnp.maximum(-values, 0))])
 
 
 def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
@@ -404,6 +405,9 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     ways = present.astype(jnp.int32) + _hit_ways(hit_jan, lanes)
     ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, lists.found), 0)
     double = jnp.where(jan == HELPLESS_MAN, ~lists.some, r.v0 == r.v1)
+    # the jans' ways apart from their points and what reads them: one kernel that found
+    # and marked them spills registers at 131,072 games
+    ways = kernel_boundary(ways)
     return RollJans(ways, _points(ways, double, lanes), hit_jan, hit_to,
                     _filled_quarter_ways(board, dice, lists), pairs, ~lists.some)
 
