@@ -46,7 +46,7 @@ from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax import scoring
 from trictrac_jax.arrays import select_tree
-from trictrac_jax.lowering import cpu_chunked
+from trictrac_jax.lowering import cpu_chunked, kernel_boundary
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
                                 TS_ROLL_DICE, State)
@@ -173,8 +173,10 @@ def _deterministic(state: State, action, max_steps: int | None, observed: bool) 
     played = _decide(state, action)
     played = played.replace(_step_count=state._step_count + 1)
     played = _finish(played, max_steps, rolled=False, observed=observed)
-    # At a chance node no decision is due: nobody forfeits, nothing happens.
-    keep = state.done | state.is_chance
+    # At a chance node no decision is due: nobody forfeits, nothing happens. (`keep` is read
+    # by the selects of every field, in many kernels: computed once, they no longer read
+    # the old state's flags after the new ones are written, which made XLA copy them.)
+    keep = kernel_boundary(state.done | state.is_chance)
     return select_tree(keep, state.replace(rewards=jnp.zeros(2, jnp.float32)),
                        select_tree(legal, played, _forfeit(state)))
 

@@ -310,12 +310,15 @@ def reduce_candidates(operand, op, init, dtype=None):
 
 
 def kernel_boundary(values):
-    """`values` (a pytree), which XLA's GPU backend computes in kernels apart from those
-    that read them (an optimisation barrier) under the GPU lowering; unchanged elsewhere.
+    """`values` (a pytree), computed by kernels of their own and read from memory under
+    the GPU lowering (an optimisation barrier); unchanged elsewhere.
 
-    For a value read by rules that XLA would otherwise fuse with all that computes it into
-    one multi-output kernel of one thread a game, too many live values for 255 registers:
-    ptxas spills them (`python ../shared/gpu-proxy/spills.py step 131072`)."""
+    XLA's GPU backend fuses a value into every kernel that reads it. For some values that
+    costs more than a read: one that, fused with the rules reading it, leaves one thread a
+    game more live values than 255 registers (ptxas spills them; `python
+    ../shared/gpu-proxy/spills.py step 131072`), or one recomputed from the state's old
+    fields in kernels that run after the new fields are written (XLA then copies the old).
+    """
     if not current().bounded:
         return values
     return jax.lax.optimization_barrier(values)
