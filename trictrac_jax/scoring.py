@@ -123,10 +123,12 @@ def _reaching(board, dice, c: moves.Candidates):
     # A checker reaches `dest` with one die, both (tout d'une) or one short of a die
     # (puissance): these are the only possible origins.
     v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
-    possible = dest - jnp.stack([v0, v1, v0 + v1, v0 - 1, v1 - 1])  # [5, *lanes]
-    # each distinct origin once (v0 == v1 repeats some), fields only
-    earlier = A.leading(np.tril(np.ones((5, 5), bool), -1), board.ndim - 1)
-    distinct = (possible > 0) & ~jnp.any(earlier & (possible[:, None] == possible[None]), axis=1)
+    possible = [dest - v for v in (v0, v1, v0 + v1, v0 - 1, v1 - 1)]  # 5 x [*lanes]
+    # each distinct origin once (v0 == v1 repeats some), fields only; elementwise, not
+    # stacked: a GPU kernel fuses it into the candidates' rules, a stack is one of its own
+    distinct = [(origin > 0) & ~functools.reduce(
+        jnp.logical_or, [origin == before for before in possible[:k]], jnp.bool_(False))
+        for k, origin in enumerate(possible)]
     return n, [(((origin_a == origin) | (origin_b == origin)) & counts).astype(jnp.uint8)
                for origin, counts in zip(possible, distinct)]
 
