@@ -92,13 +92,16 @@ def _missing_for_quarter(board):
     missing none when the mover can no longer fill it.
     """
     q = B.quarters(board)  # [4, 6, *lanes]
-    # the fields after the quarter's last opponent checker (no opponent from there on)
-    after = [q[:, 5] >= 0]
+    fields = [q[:, k] for k in range(6)]  # 6 x [4, *lanes]: each quarter's k-th field
+    # the fields after the quarter's last opponent checker (no opponent from there on);
+    # field by field, not stacked: a GPU kernel fuses these into their readers
+    after = [fields[5] >= 0]
     for k in range(4, -1, -1):
-        after.insert(0, after[0] & (q[:, k] >= 0))
-    after = jnp.stack(after, axis=1)  # [4, 6, *lanes]
-    missing = A.fold(jnp.add, jnp.where(after, jnp.clip(2 - q, 0, 2), 0), axis=1)  # [4, *lanes]
-    first = _first_true(after & (q < 2), axis=1, none=0)  # [4, *lanes]
+        after.insert(0, after[0] & (fields[k] >= 0))
+    missing = sum(jnp.where(a, jnp.clip(2 - f, 0, 2), 0) for a, f in zip(after, fields))
+    first = functools.reduce(jnp.minimum, [jnp.where(a & (f < 2), k, 6) for k, (a, f)
+                                           in enumerate(zip(after, fields))])
+    first = jnp.where(first < 6, first, 0)  # [4, *lanes]
     found = missing < 3
     quarter = _first_true(found, axis=0, none=4)
     n = jnp.where(quarter < 4, lookup(missing, quarter), 3)
