@@ -406,13 +406,16 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     r = _roll(board, dice, roll_count)
     present, pairs = _single_pair_jans(r, lists)
     # the hits apart from the jans that read them: one kernel that found both spills
-    # registers at 131,072 games
+    # registers at 131,072 games (`lowering.kernel_boundary`) ...
     hit_jan, hit_to = _hits(board, dice)
     hit_jan = kernel_boundary(hit_jan)
     jan = A.leading(jnp.arange(NUM_JANS), len(lanes))
     ways = present.astype(jnp.int32) + _hit_ways(hit_jan, lanes)
     ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, lists.found), 0)
     double = jnp.where(jan == HELPLESS_MAN, ~lists.some, r.v0 == r.v1)
+    # and the jans apart from their points and the marking that reads them (a spill at
+    # 8,192 games otherwise)
+    ways, double = kernel_boundary((ways, double))
     return RollJans(ways, _points(ways, double, lanes), hit_jan, hit_to,
                     _filled_quarter_ways(board, dice, lists), pairs, ~lists.some)
 
