@@ -378,6 +378,23 @@ def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch):
     assert _same(cpu, gpu) and _same(cpu[0], games_first)
 
 
+def test_kernel_boundary_is_a_barrier_under_the_gpu_lowering_only(monkeypatch):
+    """`lowering.kernel_boundary` stages an optimisation barrier under the GPU lowering (the
+    spill test reads what it does to the kernels) and nothing under the CPU's; the values
+    pass through unchanged under both."""
+    from trictrac_jax import lowering
+
+    x = jnp.arange(5)
+    bounded = lambda v: lowering.kernel_boundary((v + 1, v * 2))
+    for name, barrier in (("gpu", True), ("cpu", False)):
+        monkeypatch.setenv(lowering.LOWERING_VARIABLE, name)
+        staged = {e.primitive.name for e in jax.make_jaxpr(bounded)(x).eqns}
+        assert ("optimization_barrier" in staged) == barrier, name
+        plus, twice = jax.jit(bounded)(x)
+        assert np.array_equal(plus, np.arange(1, 6)) and np.array_equal(twice, 2 * np.arange(5))
+        jax.clear_caches()
+
+
 def test_stored_first_positions_are_the_computed_ones():
     """`init` looks up the stored positions after White's first roll: they are what the
     engine computes for each of the 36 rolls, field for field."""
