@@ -45,7 +45,6 @@ def test_verify_reports_disagreement(tmp_path, capsys):
     assert "[legal]" in out and "(100.000%)" not in out.splitlines()[-1]
 
 
-
 def test_summary_lines_are_checked_against_the_last_states(tmp_path):
     """Each summary line is compared with the last state of its game (in `verify.main`, our
     replay's; here the reference's own recorded states, so that the comparison is tested

@@ -75,11 +75,11 @@ def _hits(board, dice):
     return jnp.where(hit, jan, -1), to
 
 
-def _first_true(mask, axis, none):
-    """Index of the first True of `mask` along `axis` (`none` if there is none)."""
-    n = mask.shape[axis]
-    index = np.arange(n).reshape((-1,) + (1,) * (mask.ndim - axis - 1))
-    first = A.fold(jnp.minimum, jnp.where(mask, index, n), axis)
+def _first_true(masks, none):
+    """Index of the first True among `masks` (bool arrays of one shape), `none` where none
+    is: elementwise over the list, which a GPU kernel fuses into its readers."""
+    n = len(masks)
+    first = functools.reduce(jnp.minimum, [jnp.where(m, k, n) for k, m in enumerate(masks)])
     return jnp.where(first < n, first, none)
 
 
@@ -99,11 +99,9 @@ def _missing_for_quarter(board):
     for k in range(4, -1, -1):
         after.insert(0, after[0] & (fields[k] >= 0))
     missing = sum(jnp.where(a, jnp.clip(2 - f, 0, 2), 0) for a, f in zip(after, fields))
-    first = functools.reduce(jnp.minimum, [jnp.where(a & (f < 2), k, 6) for k, (a, f)
-                                           in enumerate(zip(after, fields))])
-    first = jnp.where(first < 6, first, 0)  # [4, *lanes]
+    first = _first_true([a & (f < 2) for a, f in zip(after, fields)], none=0)  # [4, *lanes]
     found = missing < 3
-    quarter = _first_true(found, axis=0, none=4)
+    quarter = _first_true([found[k] for k in range(4)], none=4)
     n = jnp.where(quarter < 4, lookup(missing, quarter), 3)
     quarter = jnp.where(quarter < 4, quarter, 0)
     fillable = lookup(B.own_fillable_quarters(board), quarter)
@@ -405,16 +403,15 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     lanes = board.shape[1:]
     r = _roll(board, dice, roll_count)
     present, pairs = _single_pair_jans(r, lists)
-    # the hits apart from the jans that read them: one kernel that found both spills
-    # registers at 131,072 games (`lowering.kernel_boundary`) ...
+    # The hits, and the jans with their doubles, in GPU kernels apart from what reads them:
+    # fused, one thread a game holds more live values than its registers (spills at 8,192
+    # and 131,072 games).
     hit_jan, hit_to = _hits(board, dice)
     hit_jan = kernel_boundary(hit_jan)
     jan = A.leading(jnp.arange(NUM_JANS), len(lanes))
     ways = present.astype(jnp.int32) + _hit_ways(hit_jan, lanes)
     ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, lists.found), 0)
     double = jnp.where(jan == HELPLESS_MAN, ~lists.some, r.v0 == r.v1)
-    # and the jans apart from their points and the marking that reads them (a spill at
-    # 8,192 games otherwise)
     ways, double = kernel_boundary((ways, double))
     return RollJans(ways, _points(ways, double, lanes), hit_jan, hit_to,
                     _filled_quarter_ways(board, dice, lists), pairs, ~lists.some)

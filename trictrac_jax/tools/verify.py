@@ -162,7 +162,7 @@ def _compare_roll(tally, chunk, rolled, jans, listed, after_of, where_of):
         tally.check("jans", _same_jans(r["jans"], got_jans), where, r["jans"], got_jans)
         tally.check("state", _strip_id(records[k]) == _strip_id(after_of(r)), where,
                     after_of(r), records[k])
-    return records
+    return records[:len(chunk)]
 
 
 def _winner(record) -> int | None:
