@@ -11,7 +11,7 @@ from trictrac_jax.io import (from_string_id, state_from_record, state_to_record,
 from trictrac_jax import agents, wrappers
 from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the package's version (pyproject.toml reads it), CHANGELOG.md's last
 
 __all__ = [
     "agents", "wrappers", "make", "ENV_IDS", "Trictrac", "State", "NUM_ACTIONS", "OBS_SIZE",
