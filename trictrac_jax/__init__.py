@@ -3,6 +3,8 @@
     import jax, trictrac_jax as tt
     env = tt.make("trictrac")  # or tt.Trictrac(max_steps=...)
     state = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), 1024))
+
+The names of `__all__` are the API (docs/api.md; the API reference of the documentation site).
 """
 from trictrac_jax.env import (CHANCE_DICE, ENV_IDS, NUM_CHANCE_OUTCOMES,
                               Trictrac, dice_to_outcome, make, new_game, observe)
