@@ -4,9 +4,10 @@ process, and log a traceback where there is no driver; the GPU programs are comp
 compile-only devices (`tools/gpu_program.py`), which need no backend.
 
 The compile tests (marker `compile`) need the H100 and TPU compilers of the `compile` extra,
-which the quick start does not install: where they are absent the tests are deselected and
-the summary says so in one line. `--compilers=require` (.ci/run) runs them whatever is
-installed, so that a missing compiler fails there."""
+and the documentation site's build (marker `docs`) the `docs` extra, neither of which the
+quick start installs: where an extra is absent its tests are deselected and the summary says
+so in one line. `--compilers=require` and `--docs=require` (.ci/run) run them whatever is
+installed, so that a missing package fails there."""
 import importlib.metadata
 import os
 
@@ -15,36 +16,49 @@ import pytest
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 COMPILERS = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12", "libtpu")  # `compile`
+# marker -> (its command-line option, the extra, the distributions it needs)
+EXTRAS = {"compile": ("--compilers", "compile", COMPILERS),
+          "docs": ("--docs", "docs", ("mkdocs", "mkdocs-material", "mkdocstrings-python"))}
 
 
-def missing_compilers() -> list[str]:
-    missing = []
-    for name in COMPILERS:
+def missing(names) -> list[str]:
+    """The distributions of `names` that are not installed."""
+    absent = []
+    for name in names:
         try:
             importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
-            missing.append(name)
-    return missing
+            absent.append(name)
+    return absent
 
 
 def pytest_addoption(parser):
-    parser.addoption("--compilers", choices=("auto", "require"), default="auto",
-                     help="compile tests: run them where the `compile` extra is installed "
-                          "(auto, the default), or always, failing without it (require)")
+    for marker, (option, extra, _) in EXTRAS.items():
+        parser.addoption(option, choices=("auto", "require"), default="auto",
+                         help=f"{marker} tests: run them where the `{extra}` extra is installed "
+                              f"(auto, the default), or always, failing without it (require)")
+
+
+def skipped_markers(config) -> dict[str, list[str]]:
+    """The markers whose tests are left out, each with its missing distributions."""
+    out = {}
+    for marker, (option, _, names) in EXTRAS.items():
+        if config.getoption(option) == "auto" and (absent := missing(names)):
+            out[marker] = absent
+    return out
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--compilers") == "require" or not missing_compilers():
-        return
-    deselected = [item for item in items if item.get_closest_marker("compile")]
+    left_out = skipped_markers(config)
+    deselected = [item for item in items
+                  if any(item.get_closest_marker(m) for m in left_out)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if not item.get_closest_marker("compile")]
+        items[:] = [item for item in items if item not in deselected]
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    missing = missing_compilers()
-    if config.getoption("--compilers") == "auto" and missing:
+    for marker, absent in skipped_markers(config).items():
         terminalreporter.write_line(
-            f"compile tests deselected: {', '.join(missing)} not installed "
-            f"(pip install -e \".[compile]\" to run them)")
+            f"{marker} tests deselected: {', '.join(absent)} not installed "
+            f"(pip install -e \".[{EXTRAS[marker][1]}]\" to run them)")

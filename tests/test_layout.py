@@ -1,18 +1,28 @@
 """The package's layers: the engine (`trictrac_jax`), the learning stack (`trictrac_jax.az`,
 AlphaZero, and `trictrac_jax.rl`, RL beyond it, which share one layer) and the tools
 (`trictrac_jax.tools`); imports flow tools -> az, rl -> engine, never back, and no module
-imports itself through others. The wheel holds the package alone: no benchmark, study or
-script."""
+imports itself through others. The wheel (`pip wheel --no-deps .`) holds the package alone,
+no benchmark, study or script, and its licence files; its metadata names the licence and
+`trictrac_jax.__version__`."""
 import ast
+import email.message
+import email.parser
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 
-import setuptools
+import pytest
+
+import trictrac_jax
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "trictrac_jax"
 LAYERS = {"engine": 0, "az": 1, "rl": 1, "tools": 2}
+# What `pip wheel .` reads: the project's metadata, its readme and licences, the package
+WHEEL_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "NOTICE", "LICENSES", "trictrac_jax")
 
 
 def module_name(path):
@@ -94,13 +104,70 @@ def test_the_engine_loads_alone():
     assert above == []
 
 
-def test_the_wheel_holds_the_package_alone():
-    """The packages pyproject.toml puts in the wheel: trictrac_jax's, none of the folders
-    beside it (benchmarks/, experiments/, scripts/, train/, tests/)."""
-    pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
-    found = pyproject["tool"]["setuptools"]["packages"]["find"]
-    packages = setuptools.find_packages(str(PACKAGE.parent), include=found["include"])
-    assert "trictrac_jax.rl" in packages and "trictrac_jax.tools" in packages
-    assert all(p.split(".")[0] == "trictrac_jax" for p in packages), packages
-    assert not any((PACKAGE / "tools" / f"{name}.py").exists()
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> zipfile.ZipFile:
+    """`pip wheel --no-deps .` of a copy of what the wheel is built from (no build/ of an
+    earlier build can leak into it), in an isolated build environment as a user's."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"
+    for name in WHEEL_SOURCES:
+        path = PACKAGE.parent / name
+        if path.is_dir():
+            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            source.mkdir(exist_ok=True)
+            shutil.copy(path, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(source),
+                    "-w", str(tmp / "dist")], check=True, capture_output=True)
+    (built,) = (tmp / "dist").glob("*.whl")
+    return zipfile.ZipFile(built)
+
+
+def metadata(wheel: zipfile.ZipFile) -> email.message.Message:
+    (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    return email.parser.Parser().parsestr(wheel.read(name).decode())
+
+
+def test_the_wheel_holds_the_package_alone(wheel):
+    """The wheel holds trictrac_jax (its subpackages and data files) and its metadata, none of
+    the folders beside it (benchmarks/, experiments/, scripts/, train/, tests/)."""
+    names = wheel.namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert tops == {"trictrac_jax", f"trictrac_jax-{trictrac_jax.__version__}.dist-info"}, tops
+    for path in ("trictrac_jax/rl/ppo.py", "trictrac_jax/tools/web.py",
+                 "trictrac_jax/data/first_positions.npz", "trictrac_jax/az/data/champion2.msgpack",
+                 "trictrac_jax/tools/web_static/index.html"):
+        assert path in names, path
+    assert not any(f"trictrac_jax/tools/{name}.py" in names
                    for name in ("bench", "bench_gpu", "gpu_report", "measure", "latency"))
+
+
+def test_the_wheel_names_its_licence_and_version_and_holds_the_licences(wheel):
+    """METADATA: the version of `trictrac_jax.__version__`, the licence expression of
+    pyproject.toml, and LICENSE, NOTICE and the GPL-3.0's text as licence files, in the
+    wheel as they are in the repository."""
+    meta = metadata(wheel)
+    pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    assert meta["Version"] == trictrac_jax.__version__
+    assert meta["License-Expression"] == pyproject["license"] == "Apache-2.0 AND GPL-3.0-only"
+    files = meta.get_all("License-File")
+    assert sorted(files) == ["LICENSE", "LICENSES/GPL-3.0-only.txt", "NOTICE"], files
+    dist_info = f"trictrac_jax-{trictrac_jax.__version__}.dist-info/licenses"
+    for name in files:
+        assert wheel.read(f"{dist_info}/{name}") == (PACKAGE.parent / name).read_bytes(), name
+    assert "Apache License" in (PACKAGE.parent / "LICENSE").read_text()[:200]
+    assert "GNU GENERAL PUBLIC LICENSE" in (PACKAGE.parent / "LICENSES/GPL-3.0-only.txt"
+                                            ).read_text()[:200]
+
+
+def test_the_licences_and_the_changelog_agree_with_the_package():
+    """The GPL-3.0 module says so in its header, and no other module claims a licence; the
+    changelog's newest release is `__version__`."""
+    spdx = {p.relative_to(PACKAGE.parent).as_posix(): line.split(":", 1)[1].strip()
+            for p in PACKAGE.rglob("*.py")
+            for line in p.read_text().splitlines()[:3] if "SPDX-License-Identifier" in line}
+    assert spdx == {"trictrac_jax/reference_bot.py": "GPL-3.0-only"}
+    assert "trictrac_jax/reference_bot.py" in (PACKAGE.parent / "NOTICE").read_text()
+    changelog = (PACKAGE.parent / "CHANGELOG.md").read_text()
+    newest = re.search(r"^## (\S+)", changelog, re.M).group(1)
+    assert newest == trictrac_jax.__version__

@@ -21,7 +21,8 @@ WIN_BONUS = 1000.0  # a won game outweighs any score difference
 
 @cpu_chunked
 def random_agent(key, state):
-    """Uniform over the legal actions.
+    """int32: an action uniform over the legal ones of `state` (one game; `jax.vmap` it
+    for a batch, keys[B] and states[B] -> int32[B]).
 
     Draws one integer k below the number of legal actions and takes the (k + 1)-th legal
     one: a single random number instead of one Gumbel draw per action (which costs as
@@ -44,7 +45,8 @@ def _kth_true(mask, k):
 
 
 def first_agent(key, state):
-    """The first legal action: Go whenever it is legal (the reference engine's default bot)."""
+    """int32: the first legal action of `state`, Go whenever it is legal (the reference
+    engine's default bot); `key` unused."""
     del key
     return jnp.argmax(state.legal_action_mask).astype(jnp.int32)
 
@@ -60,7 +62,7 @@ def greedy_worth(state, rewards, player):
 
 
 def greedy_agent(key, state, top_k: int | None = None):
-    """1-ply expectimax on the score: among the legal actions (with `top_k`, only the first
+    """int32: 1-ply expectimax on the score: among the legal actions (with `top_k`, only the first
     `top_k` by index), the one whose expected `greedy_worth` over the 36 dice after the next
     roll is highest; ties go to the lowest index.
 
@@ -103,6 +105,7 @@ def _total_worths(states, actions):
     return jnp.sum(worths.reshape(-1, NUM_CHANCE_OUTCOMES), -1)
 
 
+# The baseline agents `(key, state) -> int32 action` by name (`baseline` reads their specs).
 BASELINES = {"random": random_agent, "first": first_agent, "greedy": greedy_agent,
              "web": web_agent}
 

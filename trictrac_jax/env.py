@@ -53,7 +53,7 @@ from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDE
 
 WINNING_HOLES = 12
 DEFAULT_MAX_STEPS = 1000
-NUM_CHANCE_OUTCOMES = 36
+NUM_CHANCE_OUTCOMES = 36  # the ordered rolls of two dice: outcome k is (k // 6 + 1, k % 6 + 1)
 # Outcome k is the ordered roll (k // 6 + 1, k % 6 + 1).
 CHANCE_DICE = np.stack(np.divmod(np.arange(36, dtype=np.int32), 6), -1) + 1
 CHANCE_PROBS = np.full(NUM_CHANCE_OUTCOMES, 1.0 / NUM_CHANCE_OUTCOMES, np.float32)
@@ -71,7 +71,7 @@ def roll_probs(distinct: bool = False) -> np.ndarray:
 
 
 def dice_to_outcome(dice):
-    """Chance outcome index 0..35 of an ordered roll int32[..., 2]."""
+    """int32[...]: the chance outcome 0..35 of each ordered roll of `dice` int32[..., 2]."""
     return (dice[..., 0] - 1) * 6 + dice[..., 1] - 1
 
 
@@ -83,7 +83,7 @@ def sample_outcome(key):
 # --- the game's functions ------------------------------------------------------------------
 
 def new_game() -> State:
-    """The position before White's first roll (a chance node)."""
+    """The `State` of one game before White's first roll (a chance node)."""
     zeros = jnp.zeros(2, jnp.int32)
     return State(
         current_player=jnp.int32(0), observation=jnp.zeros(OBS_SIZE, jnp.float32),
@@ -348,10 +348,10 @@ class Trictrac:
     the module function of its name, compiled (see the module's docstring)."""
 
     version = "v1"  # pgx's meaning: changes when the behaviour or the API does
-    num_players = 2
-    num_actions = NUM_ACTIONS
-    observation_shape = (OBS_SIZE,)
-    chance_probs = CHANCE_PROBS
+    num_players = 2  # White (0) and Black (1)
+    num_actions = NUM_ACTIONS  # 514: 0 Roll (never a decision here), 1 Go, 2..513 Move
+    observation_shape = (OBS_SIZE,)  # (217,): `observe`'s float32[217]
+    chance_probs = CHANCE_PROBS  # float32[36]: each ordered roll 1/36 (`CHANCE_DICE`)
 
     def __init__(self, max_steps: int | None = DEFAULT_MAX_STEPS):
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
@@ -368,14 +368,17 @@ class Trictrac:
 
     @property
     def id(self) -> str:
+        """The id "trictrac", of `make` (pgx's `Env.id`)."""
         return "trictrac"
 
     def init(self, key) -> State:
-        """`init`: a new game, White to play after his first roll."""
+        """`init`: the `State` of a new game from a PRNG `key`, White to play after his first
+        roll (`jax.vmap` over keys[B] for B games)."""
         return init_jit(key)
 
     def step(self, state: State, action, key=None) -> State:
-        """`step`: the decision `action`, then the dice rolled with `key`. pgx's signature;
+        """`step`: the decision `action` (int32, 0..513), then the dice rolled with `key`: the
+        next `State` (`jax.vmap` over states[B], int32[B], keys[B]). pgx's signature;
         the dice need the key, so that a missing one is an error (as in pgx's backgammon):
         `step_deterministic(state, action)` is the decision alone, before the dice."""
         if key is None:
@@ -385,11 +388,13 @@ class Trictrac:
         return step_jit(state, action, key, max_steps=self.max_steps)
 
     def step_deterministic(self, state: State, action) -> State:
-        """`step_deterministic`: the decision `action`; the result waits for the dice."""
+        """`step_deterministic`: the decision `action` (int32); the result (an afterstate,
+        `is_chance`) waits for the dice."""
         return step_deterministic_jit(state, action, max_steps=self.max_steps)
 
     def chance_step(self, state: State, outcome) -> State:
-        """`chance_step`: the dice of chance outcome `outcome` (0..35)."""
+        """`chance_step`: the dice of chance outcome `outcome` (int32, 0..35) on an
+        afterstate."""
         return chance_step_jit(state, outcome, max_steps=self.max_steps)
 
     def every_roll(self, afterstates: State, distinct: bool = False) -> tuple[State, State]:
@@ -406,7 +411,7 @@ class Trictrac:
         return restore_jit(state, max_steps=self.max_steps)
 
 
-ENV_IDS = ("trictrac",)
+ENV_IDS = ("trictrac",)  # the ids `make` knows
 
 
 def make(env_id: str, max_steps: int | None = DEFAULT_MAX_STEPS) -> Trictrac:

@@ -306,7 +306,7 @@ def record_string_id(rec: Mapping[str, Any]) -> str:
 
 
 def to_string_id(state: State) -> str:
-    """`GameState::to_string_id()` of a single (unbatched) state."""
+    """str: `GameState::to_string_id()` of a single (unbatched) state."""
     f = _host_lists(state, batched=False)
     players = [
         (f["_points"][c], f["_holes"][c], f["_can_bredouille"][c], f["_can_big_bredouille"][c])
@@ -392,7 +392,8 @@ def record_from_string_id(s: str) -> dict:
 
 
 def from_string_id(s: str) -> State:
-    """`GameState::from_string_id`: the inverse of `to_string_id`, as the engine decodes it.
+    """The `State` of one game (unbatched) of `GameState::from_string_id`: the inverse of
+    `to_string_id`, as the engine decodes it.
 
     See `record_from_string_id` for what is read; `_step_count` is 0 and the derived public
     fields are as in `state_from_record`. Raises ValueError on a malformed id.

@@ -1,3 +1,7 @@
+# SPDX-License-Identifier: GPL-3.0-only
+# A port of mmai/trictrac's clients/web/src/game/trictrac/bot_local.rs (commit ba9c9f6), by
+# Henri Bourcereau and contributors, GPL-3.0: this module alone is under the GPL-3.0, version
+# 3 only (LICENSES/GPL-3.0-only.txt); the rest of the package is Apache-2.0 (NOTICE).
 """The reference web client's bot (mmai/trictrac, `clients/web`, commit ba9c9f6) as an agent.
 
 The page on which a person plays the reference engine in a browser puts them against a

@@ -12,7 +12,7 @@ import numpy as np
 from trictrac_jax import struct
 
 NUM_ACTIONS = 514  # 0 Roll (never a decision here), 1 Go, 2..513 Move
-OBS_SIZE = 217
+OBS_SIZE = 217  # the observation's features: float32[217] (docs/api.md)
 NUM_FIELDS = 24
 NUM_CHECKERS = 15
 
@@ -53,6 +53,7 @@ class State:
 
     @property
     def env_id(self) -> str:
+        """The environment's id "trictrac" (pgx's `State.env_id`)."""
         return "trictrac"
 
     @property

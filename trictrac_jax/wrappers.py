@@ -62,6 +62,8 @@ from trictrac_jax import agents, struct
 from trictrac_jax.env import Trictrac, new_game, observe
 from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State, score_lead
 
+# The learner's rewards: the engine's +1 / -1 of a won or lost game, or the points margin
+# gained over the step (module docstring).
 REWARDS = ("outcome", "points")
 # float32[217], or {"observation": float32[217], "action_mask": bool[514]}
 OBSERVATIONS = ("array", "dict")
@@ -135,8 +137,8 @@ class Opponent:
     `params` being `EnvParams.opponent` and `index` this episode's opponent, drawn uniformly
     from 0..count-1 at reset; `state` is the engine's, the opponent to move."""
 
-    act: Callable[[Any, jax.Array, jax.Array, State], jax.Array]
-    count: int = 1
+    act: Callable[[Any, jax.Array, jax.Array, State], jax.Array]  # (params, index, key, state)
+    count: int = 1  # opponents to draw from per episode
 
 
 def agents_opponent(*players: Callable) -> Opponent:
@@ -165,7 +167,7 @@ class EnvState:
     statistics (as gymnax's `LogEnvState`)."""
 
     time: jax.Array  # int32, the learner's steps in this episode (gymnax's `EnvState.time`)
-    game: State
+    game: State  # the engine's game, of both colours
     seat: jax.Array  # int32, the learner's colour this episode (0 White, 1 Black)
     opponent: jax.Array  # int32, this episode's opponent (`Opponent.count`)
     episode_return: jax.Array  # float32, the learner's rewards so far this episode
@@ -207,8 +209,8 @@ class SingleAgent:
     parameters' (the learner's steps). `final_observation`: whether `info` holds it.
     """
 
-    name = "Trictrac-v1"
-    num_actions = NUM_ACTIONS
+    name = "Trictrac-v1"  # gymnax's `Environment.name`
+    num_actions = NUM_ACTIONS  # 514, as the engine's
     # The classes it makes: `trictrac_jax.gymnax_env` swaps in gymnax's subclasses of them.
     params_type, state_type = EnvParams, EnvState
     discrete_space, box_space, dict_space = Discrete, Box, Dict
@@ -241,6 +243,8 @@ class SingleAgent:
 
     @property
     def default_params(self) -> EnvParams:
+        """The parameters that `reset` and `step` take when given none: `max_steps_in_episode`
+        as built, no opponent parameters."""
         return self.params_type(max_steps_in_episode=self.max_steps_in_episode)
 
     def action_space(self, params: EnvParams | None = None) -> Discrete:
@@ -266,13 +270,17 @@ class SingleAgent:
 
     @functools.partial(jax.jit, static_argnums=0)
     def reset(self, key, params: EnvParams | None = None) -> tuple[Any, EnvState]:
-        """(observation, state) of a new episode, the learner to move."""
+        """(observation, state) of a new episode, the learner to move: observation
+        float32[217] or the dict of `observation`, state an `EnvState`; one episode per key
+        (`jax.vmap` over keys[B])."""
         return self.reset_env(key, self.default_params if params is None else params)
 
     @functools.partial(jax.jit, static_argnums=0)
     def step(self, key, state: EnvState, action, params: EnvParams | None = None):
-        """(obs, state, reward, terminated, truncated, info) of the learner's `action` and
-        the opponent's replies; a finished episode is replaced by a new one (auto-reset)."""
+        """(obs, state, reward, terminated, truncated, info) of the learner's `action` (int32)
+        and the opponent's replies: reward float32, terminated and truncated bool, `info` a
+        dict of scalars (module docstring); a finished episode is replaced by a new one
+        (auto-reset)."""
         params = self.default_params if params is None else params
         k_new, k_play = jax.random.split(key)
         new = self._new_episode(k_new, state)
@@ -308,7 +316,8 @@ class SingleAgent:
                 {"discount": self.discount(state, params), "outcome": outcome})
 
     def get_obs(self, state: EnvState, params: EnvParams | None = None, key=None):
-        """The learner's observation of `state` (`observation` says which form)."""
+        """The learner's observation of `state`: float32[217], or with `observation="dict"`
+        {"observation": float32[217], "action_mask": bool[514]}."""
         features = observe(state.game, state.seat)
         if self.observation == "array":
             return features

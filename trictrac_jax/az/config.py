@@ -110,8 +110,10 @@ class Section:
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig(Section):
-    dir: str = setting("runs/base")
-    seed: int = setting(0)
+    """`run`: where the run writes, its seed, and the network it starts from."""
+
+    dir: str = setting("runs/base")  # the run's directory: checkpoints, logs, its config
+    seed: int = setting(0)  # the run's random key: jax.random.PRNGKey(seed)
     # Warm start: the network to start from ("champion", a network file in the champion's
     # format, a run directory or a checkpoint; "" for a fresh network), with a fresh
     # optimiser. Used by a new run only: a resumed run continues its checkpoint.
@@ -120,13 +122,18 @@ class RunConfig(Section):
 
 @dataclasses.dataclass(frozen=True)
 class EnvConfig(Section):
+    """`env`: the engine the games are played on."""
+
     max_steps: int = setting(1000, at_least(1))  # decisions before a game is truncated
 
 
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig(Section):
-    width: int = setting(256, at_least(8))
-    blocks: int = setting(4, at_least(0))
+    """`network`: the residual network (`az.network`): its width and depth, and the type
+    its evaluations compute in."""
+
+    width: int = setting(256, at_least(8))  # features of every hidden layer
+    blocks: int = setting(4, at_least(0))  # residual blocks
     # The network's evaluations in self-play's search, evaluation and play (`model.net`);
     # its training computes in float32. bfloat16 halves their activations' bytes on a GPU
     # (the CPU emulates it, slowly).
@@ -135,12 +142,14 @@ class NetworkConfig(Section):
 
 @dataclasses.dataclass(frozen=True)
 class SearchConfig(Section):
+    """`search`: the search that chooses self-play's moves and makes the policy target."""
+
     # stochastic: mctx.stochastic_muzero_policy, the dice as chance nodes.
     # gumbel: mctx.gumbel_muzero_policy, the dice sampled inside the simulator.
     # lookahead: no tree: the policy's max_num_considered_actions likeliest moves, each
     # valued over the 36 rolls after it (as the champion plays); num_simulations unused.
     algorithm: str = setting("stochastic", one_of("stochastic", "gumbel", "lookahead"))
-    num_simulations: int = setting(32, at_least(1))
+    num_simulations: int = setting(32, at_least(1))  # per decision: stochastic, gumbel
     # Action columns per tree node: the trees are this wide, not 514 (mctx's bookkeeping
     # grows with the width). A node with more legal actions keeps the ones with the
     # highest prior logits. 256: no position seen has more (max 204 in 3M random-play
@@ -161,6 +170,8 @@ class SearchConfig(Section):
 
 @dataclasses.dataclass(frozen=True)
 class SelfplayConfig(Section):
+    """`selfplay`: the games played in parallel, and the value target they make."""
+
     batch_size: int = setting(1024, at_least(1))  # games played in parallel
     steps_per_iteration: int = setting(64, at_least(1))  # decisions per game per iteration
     # outcome: +1/-1 of won games (0 if truncated); margin: the final score margin
@@ -169,11 +180,13 @@ class SelfplayConfig(Section):
     # still to come from each state (every move's and roll's points difference is a
     # reward, undiscounted), / margin_scale, clipped to [-1, 1].
     value_target: str = setting("outcome", one_of("outcome", "margin", "points"))
-    margin_scale: float = setting(144.0, at_least(1e-6))
+    margin_scale: float = setting(144.0, at_least(1e-6))  # points per unit of value
 
 
 @dataclasses.dataclass(frozen=True)
 class ReplayConfig(Section):
+    """`replay`: the buffer of self-play's decisions that training samples."""
+
     capacity: int = setting(262144, at_least(1))  # decisions stored
     min_size: int = setting(16384, at_least(1))  # decisions with known targets to train
     # The value target of a decision: bootstrap x the search's root value + (1 -
@@ -185,14 +198,16 @@ class ReplayConfig(Section):
 
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig(Section):
-    iterations: int = setting(400, at_least(1))
-    updates_per_iteration: int = setting(64, at_least(1))
-    batch_size: int = setting(1024, at_least(1))
-    learning_rate: float = setting(1e-3, at_least(0.0))
-    warmup_updates: int = setting(500, at_least(0))
-    schedule: str = setting("cosine", one_of("cosine", "constant"))
-    weight_decay: float = setting(1e-4, at_least(0.0))
-    value_weight: float = setting(1.0, at_least(0.0))
+    """`training`: the iterations, and the network's updates in each."""
+
+    iterations: int = setting(400, at_least(1))  # of self-play, then updates
+    updates_per_iteration: int = setting(64, at_least(1))  # gradient steps per iteration
+    batch_size: int = setting(1024, at_least(1))  # decisions per gradient step
+    learning_rate: float = setting(1e-3, at_least(0.0))  # the peak, after the warm-up
+    warmup_updates: int = setting(500, at_least(0))  # linear from 0 to learning_rate
+    schedule: str = setting("cosine", one_of("cosine", "constant"))  # after the warm-up
+    weight_decay: float = setting(1e-4, at_least(0.0))  # AdamW's
+    value_weight: float = setting(1.0, at_least(0.0))  # of the value loss beside the policy's
     max_grad_norm: float = setting(1.0, at_least(0.0))  # 0: no clipping
     # Wall-clock budget in minutes (0: none): the run ends after the iteration that
     # passes it, evaluated and checkpointed as a last iteration. Time-to-strength runs.
@@ -201,6 +216,8 @@ class TrainingConfig(Section):
 
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig(Section):
+    """`evaluation`: the matches against fixed opponents that rank the checkpoints."""
+
     every: int = setting(10, at_least(1))  # iterations between evaluations, at the most
     games: int = setting(256, at_least(2))  # per opponent, half in each seat
     # The first ranks the checkpoints (the best is kept); a shipped champion plays as its
@@ -218,6 +235,8 @@ class EvaluationConfig(Section):
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointConfig(Section):
+    """`checkpoint`: what the run keeps of its network and optimiser."""
+
     every: int = setting(10, at_least(1))  # iterations
     keep_last: int = setting(3, at_least(1))  # plus the best by win rate vs opponents[0]
     # Wall-clock marks (minutes since the start, compilation included): the network as
@@ -227,12 +246,16 @@ class CheckpointConfig(Section):
 
 @dataclasses.dataclass(frozen=True)
 class LoggingConfig(Section):
+    """`logging`: where the metrics go besides the run's metrics file."""
+
     tensorboard: bool = setting(True)  # used when tensorboardX or torch is installed
 
 
 @dataclasses.dataclass(frozen=True)
 class Config(Section):
-    """An AlphaZero run's whole configuration (configs/*.yaml)."""
+    """An AlphaZero run's whole configuration (configs/*.yaml): the sections `run`, `env`,
+    `network`, `search`, `selfplay`, `replay`, `training`, `evaluation`, `checkpoint` and
+    `logging`, each a `Section` of keys, and the checks between them."""
 
     run: RunConfig = RunConfig()
     env: EnvConfig = EnvConfig()

@@ -198,6 +198,8 @@ run = jax.jit(fuzz, static_argnums=(0, 2, 3))
 
 
 def main(argv=None) -> int:
+    """Runs the fuzzer with the options in `argv` (default: the command line) and prints its
+    counts; returns 0 when no invariant was violated, else 1."""
     parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.fuzz", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=1_000_000,

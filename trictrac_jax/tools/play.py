@@ -198,6 +198,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+    """Plays one game in the terminal on `stdin` and `stdout`, with the options of the
+    module's docstring in `argv` (default: the command line); returns the exit status."""
     args = parse_args(argv)
     try:
         return play(args, stdin, stdout)

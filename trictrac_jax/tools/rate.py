@@ -155,6 +155,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> int:
+    """Rates the agents named in `argv` (default: the command line) on the position
+    benchmark and prints their table (or JSON lines); returns the exit status."""
     args = parse_args(argv)
     try:
         # all loaded (and their specs checked) before any plays

@@ -204,6 +204,8 @@ def verify_positions(lines, kernels, tally: Tally):
 
 
 def main(argv=None) -> int:
+    """Replays the golden files named in `argv` (default: the command line) and prints each
+    check's agreement; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.verify", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", help="golden JSON Lines files (.jsonl or .jsonl.gz)")

@@ -433,6 +433,8 @@ class Server:
 
 
 def main(argv=None) -> int:
+    """Serves the browser game until interrupted, with the options of the module's
+    docstring in `argv` (default: the command line); returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m trictrac_jax.tools.web",
                                      description="Play Trictrac in a browser, against a bot or moving "
                                                  "both colours.")
