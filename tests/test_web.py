@@ -11,11 +11,14 @@ the browser game save the page there in mid-game (the README's picture).
 """
 import http.client
 import json
+import logging
 import os
 import re
 import shutil
+import socket
 import tempfile
 import threading
+import time
 import urllib.parse
 import urllib.request
 
@@ -26,7 +29,7 @@ from starlette.testclient import TestClient
 
 from trictrac_jax import io, render
 from trictrac_jax.state import NUM_ACTIONS, TS_MARK_POINTS, TS_MOVE
-from trictrac_jax.tools import web, web_game
+from trictrac_jax.tools import web, web_game, web_http
 from trictrac_jax.tools.notation import GO
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -649,6 +652,164 @@ def test_the_live_server_refuses_a_large_body_unread_and_a_foreign_host(server):
             assert connection.getresponse().status == (403 if host == "evil.example" else 200)
         finally:
             connection.close()
+
+
+# ---------------------------------------------------------------------------------------------
+#  The HTTP layer, byte by byte (web_http: smuggling shapes, deadlines, refusals in JSON)
+# ---------------------------------------------------------------------------------------------
+
+STALL_SECONDS = 1.0  # the test server's deadline for a request (REQUEST_SECONDS in use)
+GIVE_UP_SECONDS = 60.0  # a client's patience: a server without the deadline holds it longer
+
+
+@pytest.fixture(scope="module")
+def raw_server(engine):
+    """A live server whose requests must arrive whole within STALL_SECONDS; its `games`."""
+    games = web_game.Games(engine, max_games=8)
+    server = web.Server(games, request_seconds=STALL_SECONDS).start()
+    server.games = games
+    yield server
+    server.stop()
+
+
+def exchange(port: int, data: bytes, then: bytes = b"") -> bytes:
+    """Everything the server answers on one connection to `data` (sent in one write, then
+    `then`), up to its closing; an error if it holds the connection GIVE_UP_SECONDS."""
+    with socket.create_connection(("127.0.0.1", port), timeout=GIVE_UP_SECONDS) as s:
+        s.sendall(data)
+        if then:
+            s.sendall(then)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        return answer
+
+
+def one_refusal(answer: bytes) -> tuple[int, str]:
+    """The status and reason of an answer that is one JSON refusal, closing."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("ascii").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+    assert len(body) == int(headers["content-length"]), "a second answer followed"
+    reason = json.loads(body)["error"]
+    assert isinstance(reason, str) and 0 < len(reason) <= 200, reason
+    return int(lines[0].split()[1]), reason
+
+
+def raw_request(port: int, method: str, path: str, headers: list[str], body: bytes = b"",
+                version: str = "1.1") -> bytes:
+    return ("\r\n".join([f"{method} {path} HTTP/{version}", f"Host: 127.0.0.1:{port}",
+                         *headers, "", ""]).encode() + body)
+
+
+def test_request_smuggling_shapes_are_refused_in_json_and_run_nothing(raw_server):
+    port = raw_server.port
+    view = json.load(urllib.request.urlopen(urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/games", data=b'{"seed": 3, "mode": "free"}',
+        headers={"Content-Type": "application/json"})))
+    frm = min(int(f) for f in view["options"])
+    move = json.dumps({"version": view["version"], "from": frm,
+                       "to": view["options"][str(frm)][0]}).encode()
+    hidden = raw_request(port, "POST", f"/api/games/{view['game']}/move",
+                         ["Content-Type: application/json", f"Content-Length: {len(move)}"],
+                         move)
+    assert hidden.count(b"\r\n\r\n") == 1
+    before = fingerprints(raw_server.games)
+    chunked_end = b"0\r\n\r\n"
+    shapes = {  # each followed, in the same write, by a move on the game
+        "both lengths": ["Content-Length: 5", "Transfer-Encoding: chunked"],
+        "both, chunked first": ["Transfer-Encoding: chunked", "Content-Length: 5"],
+        "Transfer-Encoding twice": ["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
+        "Transfer-Encoding listed twice": ["Transfer-Encoding: chunked, chunked"],
+        "Transfer-Encoding not chunked": ["Transfer-Encoding: xchunked"],
+        "Transfer-Encoding with identity": ["Transfer-Encoding: identity, chunked"],
+        "a space before the colon": ["Transfer-Encoding : chunked"],
+        "Transfer-Encoding folded": ["Transfer-Encoding: chunked", " identity"],
+        "two lengths": ["Content-Length: 5", "Content-Length: 0"],
+        "two lengths in a list": ["Content-Length: 0, 5"],
+        "a signed length": ["Content-Length: +0"],
+    }
+    for name, headers in shapes.items():
+        status, reason = one_refusal(exchange(port, raw_request(
+            port, "POST", "/api/games", ["Content-Type: application/json", *headers],
+            chunked_end) + hidden))
+        assert status == 400 and "HTTP/1.1" in reason, (name, reason)
+    status, reason = one_refusal(exchange(port, raw_request(
+        port, "POST", "/api/games", ["Transfer-Encoding: chunked"], chunked_end, "1.0")))
+    assert status == 400 and "HTTP/1.0" in reason
+    assert fingerprints(raw_server.games) == before  # no move ran, no game was made
+    assert exchange(port, raw_request(port, "GET", f"/api/games/{view['game']}",
+                                      ["Connection: close"])).startswith(b"HTTP/1.1 200")
+
+    # headers over 16 KiB, whole or still arriving; a request line that is none
+    big = ["X-Padding: " + "a" * web_http.MAX_HEAD]
+    for data, then in ((raw_request(port, "GET", "/api/config", big), b""),
+                       (raw_request(port, "GET", "/api/config", big)[:-4], b"\r\n")):
+        status, reason = one_refusal(exchange(port, data, then))
+        assert status == 431 and str(web_http.MAX_HEAD) in reason
+    assert one_refusal(exchange(port, b"HELLO\r\n\r\n"))[0] == 400
+
+
+def test_a_stalled_request_is_closed_with_a_json_408(raw_server):
+    port = raw_server.port
+    stalled = {  # each sent and never finished
+        "headers never ended": raw_request(port, "GET", "/api/config", [])[:-2],
+        "a body short of its length": raw_request(
+            port, "POST", "/api/games", ["Content-Length: 100"], b'{"seed": '),
+        "a chunk of 2^64 - 1 bytes": raw_request(
+            port, "POST", "/api/games", ["Transfer-Encoding: chunked"],
+            b"ffffffffffffffff\r\n{"),
+        "a second request unfinished": raw_request(
+            port, "GET", "/api/config", []) + raw_request(port, "GET", "/api/config", [])[:20],
+    }
+    answers = {}
+
+    def stall(name, data):
+        answers[name] = exchange(port, data)
+
+    threads = [threading.Thread(target=stall, args=item) for item in stalled.items()]
+    threads.append(threading.Thread(target=stall, args=("nothing sent", b"")))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers.pop("nothing sent") == b""  # closed without a word: no request began
+    config = answers.pop("a second request unfinished")
+    assert config.startswith(b"HTTP/1.1 200")
+    answers["a second request unfinished"] = config[config.index(b"HTTP/1.1 408"):]
+    for name, answer in answers.items():
+        status, reason = one_refusal(answer)
+        assert status == 408 and f"{STALL_SECONDS:g} s" in reason, (name, reason)
+
+    # a body refused before it is read (413) does not keep its connection either
+    answer = exchange(port, raw_request(port, "POST", "/api/games",
+                                        [f"Content-Length: {10 ** 9}"], b"{"))
+    assert answer.startswith(b"HTTP/1.1 413") and b'"error"' in answer
+
+
+def test_a_client_gone_mid_request_is_one_line_in_the_log(raw_server):
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("uvicorn")
+    logger.addHandler(handler)
+    try:
+        port = raw_server.port
+        with socket.create_connection(("127.0.0.1", port), timeout=GIVE_UP_SECONDS) as s:
+            s.sendall(raw_request(port, "POST", "/api/games", ["Content-Length: 50"], b"{"))
+        for _ in range(int(GIVE_UP_SECONDS / 0.05)):  # the server's thread logs it
+            if records:
+                break
+            time.sleep(0.05)
+        # a request answered after it: the cut-off one's handler has ended meanwhile
+        assert exchange(port, raw_request(port, "GET", "/api/config", ["Connection: close"])
+                        ).startswith(b"HTTP/1.1 200")
+    finally:
+        logger.removeHandler(handler)
+    assert [r.getMessage().split(" - ")[1] for r in records] == [
+        "the client closed its connection in the middle of a request."]
+    assert not any(r.exc_info for r in records)
 
 
 # ---------------------------------------------------------------------------------------------
