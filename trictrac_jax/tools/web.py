@@ -31,7 +31,9 @@ JSON object; 403: a Host this server does not serve, or a state-changing request
 page of another origin; 404: no such game (any more) or route; 409: not possible now (an
 illegal move, the game over, a `version` the game has left: `"stale": true`); 413: a body
 over `MAX_BODY` bytes; 422: a value of the wrong type or out of range, an unreadable
-position or record.
+position or record. Under the app, web_http.py answers in the same shape: 400 for what is
+no HTTP/1.1 request it reads (both length headers, ...), 408 for a request not whole in
+time, 431 for a head over 16 KiB.
 """
 from __future__ import annotations
 
