@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from starlette.testclient import TestClient
 
 from trictrac_jax import io, render
-from trictrac_jax.state import NUM_ACTIONS, TS_MARK_POINTS, TS_MOVE
+from trictrac_jax.state import NUM_ACTIONS, TS_MARK_POINTS, TS_MOVE, TS_ROLL_DICE
 from trictrac_jax.tools import web, web_game, web_http
 from trictrac_jax.tools.notation import GO
 
@@ -831,6 +831,8 @@ return {
     (k) => document.getElementById(`score-${c}-${k}`).textContent)),
   names: [0, 1].map((c) => document.getElementById(`score-${c}-name`).textContent),
   rolls: [0, 1].map((c) => document.getElementById(`score-${c}-roll`).dataset.roll),
+  note: document.getElementById('score-note').hidden ? ''
+    : document.getElementById('score-note').textContent,
   game: new URLSearchParams(location.hash.slice(1)).get('game'),
   turn: document.body.dataset.turn, pending: document.body.dataset.pending,
   version: document.body.dataset.version, setup: document.body.dataset.setup,
@@ -954,9 +956,10 @@ def check_page(page: dict, view: dict) -> None:
     assert drawn_board(page) == view["position"]["board"]
     for colour, player in enumerate((rec["p1"], rec["p2"])):
         points, holes, bredouille = player[:3]
-        assert page["score"][colour] == [str(points), f"{holes}/12", "yes" if bredouille else "no"]
+        assert page["score"][colour] == [str(points), str(holes), "yes" if bredouille else "no"]
         roll = view["rolls"][colour]
         assert page["rolls"][colour] == (f"{roll[0]}-{roll[1]}" if roll else "")
+    assert page["note"] == (web_game.PAST_12 if max(rec["p1"][1], rec["p2"][1]) > 12 else "")
     if view["over"]:
         assert page["message"] == view["result"]
     elif view["other_turn"] and not view["pending"]:
@@ -1143,3 +1146,44 @@ def test_free_play_from_a_position_set_up_by_clicking_in_chromium(server, browse
     record = page.api("/record")
     assert record["mode"] == "free" and [d["player"] for d in record["decisions"]] == [
         "White", "Black", "White"]
+
+
+def test_a_double_hole_past_12_and_a_set_up_from_scratch_in_chromium(server, browser):
+    """White, at 11 points and 11 holes with his bredouille, rolls: any roll hits Black's
+    blot on 11 for points, a hole won in bredouille, two holes: 13 to 0, as the reference
+    counts them (its `mark_points` adds the holes in full), and the page says why. Then
+    set-up's starting position and empty board start from a score of zero, not the game's."""
+    from selenium.webdriver.support.ui import Select
+    board = board_of({1: 9, 5: 1, 6: 1, 7: 1, 8: 1, 9: 1, 10: 1}, {11: 1, 24: 14})
+    string_id = io.record_string_id({"board": board, "active": 1, "turn_stage": TS_ROLL_DICE,
+                                     "dice": [1, 1], "p1": [11, 11, 1, 1, 0],
+                                     "p2": [0, 0, 1, 1, 0]})
+    page = Page(browser, server.url)
+    page.open()
+    page.choose("seat", "white")
+    browser.find_element("id", "position").send_keys(string_id)
+    first = page.read()["game"]
+    browser.find_element("css selector", "#load-position button").click()
+    page.wait(lambda p: p["game"] != first and not p["busy"])
+    view = page.api("")
+    assert view["over"] and view["position"]["holes"] == [13, 0]
+    shown = page.read()
+    check_page(shown, view)
+    assert shown["message"] == f"You win, 13 holes to 0. {web_game.PAST_12}"
+    assert shown["note"] == web_game.PAST_12 and shown["score"][0][1] == "13"
+
+    page.click_and_wait("setup", lambda p: p["setup"])
+    dice = [int(Select(browser.find_element("id", f"setup-die-{i}")).first_selected_option
+                .get_attribute("value")) for i in (0, 1)]
+    score = lambda: [browser.find_element("id", f"setup-{what}-{i}").get_attribute("value")
+                     for what in ("points", "holes") for i in (0, 1)]
+    assert score() != ["0"] * 4  # the game's own
+    for button, board in (("setup-initial", board_of({1: 15}, {24: 15})),
+                          ("setup-empty", [0] * 24)):
+        expected = web_game.setup_record(board, 0, dice)["id"]
+        page.click_and_wait(button, lambda p: p["setup"] == expected)
+        assert score() == ["0"] * 4
+        browser.execute_script("const e = document.getElementById('setup-holes-1');"
+                               "e.value = 5; e.dispatchEvent(new Event('change'));")
+        page.wait(lambda p: not p["busy"] and p["setup"] == web_game.setup_record(
+            board, 0, dice, holes=(0, 5))["id"])

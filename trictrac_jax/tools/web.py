@@ -64,13 +64,14 @@ from starlette.staticfiles import StaticFiles
 
 from trictrac_jax import devices
 from trictrac_jax import render
+from trictrac_jax.env import WINNING_HOLES
 from trictrac_jax.state import NUM_ACTIONS
 from trictrac_jax.tools import notation
 from trictrac_jax.tools.web_http import (KEEP_ALIVE_SECONDS, MAX_HEAD, REQUEST_SECONDS,
                                          CheckedH11Protocol)
-from trictrac_jax.tools.web_game import (CLIP, DEFAULT_OPPONENT, MAX_REPLAY_SECONDS, SEATS,
-                                         Engine, Game, GameError, Games, clip, preview,
-                                         setup_record)
+from trictrac_jax.tools.web_game import (CLIP, DEFAULT_OPPONENT, MAX_REPLAY_SECONDS, PAST_12,
+                                         SEATS, Engine, Game, GameError, Games, clip,
+                                         preview, setup_record)
 
 STATIC = pathlib.Path(__file__).with_name("web_static")
 MAX_SEED = 2**32 - 1
@@ -312,6 +313,7 @@ def create_app(games: Games, hosts: frozenset[str], origins: frozenset[str]) -> 
             "hints": engine.hinter is not None, "width": render.WIDTH, "height": render.HEIGHT,
             "fields": {f: render.field_box(f) for f in range(1, 25)},
             "off": [render.off_box(c) for c in (0, 1)],
+            "holes_to_win": WINNING_HOLES, "past_12": PAST_12,
             "limits": {"body_bytes": MAX_BODY, "id_chars": MAX_ID_CHARS,
                        "record_decisions": MAX_RECORD_DECISIONS,
                        "replay_seconds": MAX_REPLAY_SECONDS},
