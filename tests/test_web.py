@@ -695,7 +695,7 @@ def one_refusal(answer: bytes) -> tuple[int, str]:
     assert headers["content-type"] == "application/json" and headers["connection"] == "close"
     assert len(body) == int(headers["content-length"]), "a second answer followed"
     reason = json.loads(body)["error"]
-    assert isinstance(reason, str) and 0 < len(reason) <= 200, reason
+    assert isinstance(reason, str) and 0 < len(reason) <= 200 and "b'" not in reason, reason
     return int(lines[0].split()[1]), reason
 
 

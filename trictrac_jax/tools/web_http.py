@@ -20,6 +20,7 @@ import asyncio
 import http
 import json
 import logging
+import re
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -87,7 +88,9 @@ def said(error: h11.RemoteProtocolError | None) -> tuple[int, str]:
     if error is not None and error.error_status_hint == 431:
         return 431, (f"The request's line and headers are too long (at most {MAX_HEAD} "
                      "bytes).")
-    detail = str(error).split(": bytearray(")[0] if error is not None else "unreadable"
+    if error is None:
+        return 400, "This is no HTTP/1.1 request this server reads."
+    detail = re.split(r":? (?:bytearray\()?b['\"]", str(error))[0]  # h11's words, no bytes
     return 400, f"This is no HTTP/1.1 request this server reads ({clip(detail, 2 * CLIP)})."
 
 
