@@ -67,11 +67,11 @@ from trictrac_jax import render
 from trictrac_jax.env import WINNING_HOLES
 from trictrac_jax.state import NUM_ACTIONS
 from trictrac_jax.tools import notation
-from trictrac_jax.tools.web_http import (KEEP_ALIVE_SECONDS, MAX_HEAD, REQUEST_SECONDS,
-                                         CheckedH11Protocol)
 from trictrac_jax.tools.web_game import (CLIP, DEFAULT_OPPONENT, MAX_REPLAY_SECONDS, PAST_12,
                                          SEATS, Engine, Game, GameError, Games, clip,
                                          preview, setup_record)
+from trictrac_jax.tools.web_http import (KEEP_ALIVE_SECONDS, MAX_HEAD, REQUEST_SECONDS,
+                                         CheckedH11Protocol)
 
 STATIC = pathlib.Path(__file__).with_name("web_static")
 MAX_SEED = 2**32 - 1

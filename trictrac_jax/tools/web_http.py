@@ -82,7 +82,7 @@ def check(request: h11.Request) -> None:
         raise h11.RemoteProtocolError("Receive buffer too long", error_status_hint=431)
 
 
-def said(error: h11.RemoteProtocolError | None) -> tuple[int, str]:
+def refusal_of(error: h11.RemoteProtocolError | None) -> tuple[int, str]:
     """The status and reason answering h11's refusal (a 4xx, even where h11 hints 501 for a
     Transfer-Encoding it does not know), without the bytes h11 quotes."""
     if error is not None and error.error_status_hint == 431:
@@ -125,7 +125,7 @@ class CheckedH11Protocol(H11Protocol):
             self._time_request()
 
     def send_400_response(self, msg: str) -> None:
-        self.transport.write(refusal(*said(self.conn.refused)))
+        self.transport.write(refusal(*refusal_of(self.conn.refused)))
         self.transport.close()
 
     def _time_request(self) -> None:
