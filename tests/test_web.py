@@ -11,11 +11,14 @@ the browser game save the page there in mid-game (the README's picture).
 """
 import http.client
 import json
+import logging
 import os
 import re
 import shutil
+import socket
 import tempfile
 import threading
+import time
 import urllib.parse
 import urllib.request
 
@@ -25,8 +28,8 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from starlette.testclient import TestClient
 
 from trictrac_jax import io, render
-from trictrac_jax.state import NUM_ACTIONS, TS_MARK_POINTS, TS_MOVE
-from trictrac_jax.tools import web, web_game
+from trictrac_jax.state import NUM_ACTIONS, TS_MARK_POINTS, TS_MOVE, TS_ROLL_DICE
+from trictrac_jax.tools import web, web_game, web_http
 from trictrac_jax.tools.notation import GO
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -84,11 +87,12 @@ def board_of(white: dict, black: dict) -> list[int]:
     return [white.get(f, 0) - black.get(f, 0) for f in range(1, 25)]
 
 
-def position_id(board, player: int, dice, turn_stage=TS_MOVE) -> str:
-    """The string id of a position (real board, > 0 White), `player` to act."""
+def position_id(board, player: int, dice, turn_stage=TS_MOVE, score=((0, 0), (0, 0))) -> str:
+    """The string id of a position (real board, > 0 White), `player` to act; `score`: each
+    colour's (points, holes), both able to bredouille."""
     return io.record_string_id({"board": list(board), "active": player + 1,
                                 "turn_stage": turn_stage, "dice": list(dice),
-                                "p1": [0, 0, 1, 1, 0], "p2": [0, 0, 1, 1, 0]})
+                                "p1": [*score[0], 1, 1, 0], "p2": [*score[1], 1, 1, 0]})
 
 
 def fingerprints(games) -> dict:
@@ -652,6 +656,165 @@ def test_the_live_server_refuses_a_large_body_unread_and_a_foreign_host(server):
 
 
 # ---------------------------------------------------------------------------------------------
+#  The HTTP layer, byte by byte (web_http: smuggling shapes, deadlines, refusals in JSON)
+# ---------------------------------------------------------------------------------------------
+
+STALL_SECONDS = 1.0  # the test server's deadline for a request (REQUEST_SECONDS in use)
+GIVE_UP_SECONDS = 60.0  # a client's patience: a server without the deadline holds it longer
+
+
+@pytest.fixture(scope="module")
+def raw_server(engine):
+    """A live server whose requests must arrive whole within STALL_SECONDS; its `games`."""
+    games = web_game.Games(engine, max_games=8)
+    server = web.Server(games, request_seconds=STALL_SECONDS).start()
+    server.games = games
+    yield server
+    server.stop()
+
+
+def exchange(port: int, data: bytes) -> bytes:
+    """Everything the server answers on one connection to `data` (sent in one write), up to
+    its closing; an error if it holds the connection GIVE_UP_SECONDS."""
+    with socket.create_connection(("127.0.0.1", port), timeout=GIVE_UP_SECONDS) as s:
+        s.sendall(data)
+        answer = b""
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except ConnectionResetError:  # closed before reading all we sent: the answer stands
+            pass
+        return answer
+
+
+def one_refusal(answer: bytes) -> tuple[int, str]:
+    """The status and reason of an answer that is one JSON refusal, closing."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("ascii").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+    assert len(body) == int(headers["content-length"]), "a second answer followed"
+    reason = json.loads(body)["error"]
+    assert isinstance(reason, str) and 0 < len(reason) <= 200 and "b'" not in reason, reason
+    return int(lines[0].split()[1]), reason
+
+
+def raw_request(port: int, method: str, path: str, headers: list[str], body: bytes = b"",
+                version: str = "1.1") -> bytes:
+    return ("\r\n".join([f"{method} {path} HTTP/{version}", f"Host: 127.0.0.1:{port}",
+                         *headers, "", ""]).encode() + body)
+
+
+def test_request_smuggling_shapes_are_refused_in_json_and_run_nothing(raw_server):
+    port = raw_server.port
+    view = json.load(urllib.request.urlopen(urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/games", data=b'{"seed": 3, "mode": "free"}',
+        headers={"Content-Type": "application/json"})))
+    frm = min(int(f) for f in view["options"])
+    move = json.dumps({"version": view["version"], "from": frm,
+                       "to": view["options"][str(frm)][0]}).encode()
+    hidden = raw_request(port, "POST", f"/api/games/{view['game']}/move",
+                         ["Content-Type: application/json", f"Content-Length: {len(move)}"],
+                         move)
+    assert hidden.count(b"\r\n\r\n") == 1
+    before = fingerprints(raw_server.games)
+    chunked_end = b"0\r\n\r\n"
+    shapes = {  # each followed, in the same write, by a move on the game
+        "both lengths": ["Content-Length: 5", "Transfer-Encoding: chunked"],
+        "both, chunked first": ["Transfer-Encoding: chunked", "Content-Length: 5"],
+        "Transfer-Encoding twice": ["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
+        "Transfer-Encoding listed twice": ["Transfer-Encoding: chunked, chunked"],
+        "Transfer-Encoding not chunked": ["Transfer-Encoding: xchunked"],
+        "Transfer-Encoding with identity": ["Transfer-Encoding: identity, chunked"],
+        "a space before the colon": ["Transfer-Encoding : chunked"],
+        "Transfer-Encoding folded": ["Transfer-Encoding: chunked", " identity"],
+        "two lengths": ["Content-Length: 5", "Content-Length: 0"],
+        "two lengths in a list": ["Content-Length: 0, 5"],
+        "a signed length": ["Content-Length: +0"],
+    }
+    for name, headers in shapes.items():
+        status, reason = one_refusal(exchange(port, raw_request(
+            port, "POST", "/api/games", ["Content-Type: application/json", *headers],
+            chunked_end) + hidden))
+        assert status == 400 and "HTTP/1.1" in reason, (name, reason)
+    status, reason = one_refusal(exchange(port, raw_request(
+        port, "POST", "/api/games", ["Transfer-Encoding: chunked"], chunked_end, "1.0")))
+    assert status == 400 and "HTTP/1.0" in reason
+    assert fingerprints(raw_server.games) == before  # no move ran, no game was made
+    assert exchange(port, raw_request(port, "GET", f"/api/games/{view['game']}",
+                                      ["Connection: close"])).startswith(b"HTTP/1.1 200")
+
+    # headers over 16 KiB, whole or still arriving; a request line that is none
+    big = ["X-Padding: " + "a" * web_http.MAX_HEAD]
+    for data in (raw_request(port, "GET", "/api/config", big),
+                 raw_request(port, "GET", "/api/config", big)[:-4]):  # the last line unended
+        status, reason = one_refusal(exchange(port, data))
+        assert status == 431 and str(web_http.MAX_HEAD) in reason
+    assert one_refusal(exchange(port, b"HELLO\r\n\r\n"))[0] == 400
+
+
+def test_a_stalled_request_is_closed_with_a_json_408(raw_server):
+    port = raw_server.port
+    stalled = {  # each sent and never finished
+        "headers never ended": raw_request(port, "GET", "/api/config", [])[:-2],
+        "a body short of its length": raw_request(
+            port, "POST", "/api/games", ["Content-Length: 100"], b'{"seed": '),
+        "a chunk of 2^64 - 1 bytes": raw_request(
+            port, "POST", "/api/games", ["Transfer-Encoding: chunked"],
+            b"ffffffffffffffff\r\n{"),
+        "a second request unfinished": raw_request(
+            port, "GET", "/api/config", []) + raw_request(port, "GET", "/api/config", [])[:20],
+    }
+    answers = {}
+
+    def stall(name, data):
+        answers[name] = exchange(port, data)
+
+    threads = [threading.Thread(target=stall, args=item) for item in stalled.items()]
+    threads.append(threading.Thread(target=stall, args=("nothing sent", b"")))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers.pop("nothing sent") == b""  # closed without a word: no request began
+    config = answers.pop("a second request unfinished")
+    assert config.startswith(b"HTTP/1.1 200")
+    answers["a second request unfinished"] = config[config.index(b"HTTP/1.1 408"):]
+    for name, answer in answers.items():
+        status, reason = one_refusal(answer)
+        assert status == 408 and f"{STALL_SECONDS:g} s" in reason, (name, reason)
+
+    # a body refused before it is read (413) does not keep its connection either
+    answer = exchange(port, raw_request(port, "POST", "/api/games",
+                                        [f"Content-Length: {10 ** 9}"], b"{"))
+    assert answer.startswith(b"HTTP/1.1 413") and b'"error"' in answer
+
+
+def test_a_client_gone_mid_request_is_one_line_in_the_log(raw_server):
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("uvicorn")
+    logger.addHandler(handler)
+    try:
+        port = raw_server.port
+        with socket.create_connection(("127.0.0.1", port), timeout=GIVE_UP_SECONDS) as s:
+            s.sendall(raw_request(port, "POST", "/api/games", ["Content-Length: 50"], b"{"))
+        for _ in range(int(GIVE_UP_SECONDS / 0.05)):  # the server's thread logs it
+            if records:
+                break
+            time.sleep(0.05)
+        # a request answered after it: the cut-off one's handler has ended meanwhile
+        assert exchange(port, raw_request(port, "GET", "/api/config", ["Connection: close"])
+                        ).startswith(b"HTTP/1.1 200")
+    finally:
+        logger.removeHandler(handler)
+    assert [r.getMessage().split(" - ")[1] for r in records] == [
+        "the client closed its connection in the middle of a request."]
+    assert not any(r.exc_info for r in records)
+
+
+# ---------------------------------------------------------------------------------------------
 #  The page in a real browser
 # ---------------------------------------------------------------------------------------------
 
@@ -670,6 +833,8 @@ return {
     (k) => document.getElementById(`score-${c}-${k}`).textContent)),
   names: [0, 1].map((c) => document.getElementById(`score-${c}-name`).textContent),
   rolls: [0, 1].map((c) => document.getElementById(`score-${c}-roll`).dataset.roll),
+  note: document.getElementById('score-note').hidden ? ''
+    : document.getElementById('score-note').textContent,
   game: new URLSearchParams(location.hash.slice(1)).get('game'),
   turn: document.body.dataset.turn, pending: document.body.dataset.pending,
   version: document.body.dataset.version, setup: document.body.dataset.setup,
@@ -739,6 +904,15 @@ class Page:
     def choose(self, name: str, value: str) -> None:
         self.driver.find_element("css selector", f"input[name={name}][value={value}]").click()
 
+    def load_position(self, seat: str, string_id: str) -> dict:
+        """A game from the position `string_id`, loaded through the form; its view."""
+        self.choose("seat", seat)
+        self.driver.find_element("id", "position").send_keys(string_id)
+        first = self.read()["game"]
+        self.driver.find_element("css selector", "#load-position button").click()
+        self.wait(lambda p: p["game"] != first and not p["busy"])
+        return self.api("")
+
     def new_game(self, button: str) -> dict:
         """Click `button`, which starts a game; the new game's view."""
         first = self.read()["game"]
@@ -793,9 +967,10 @@ def check_page(page: dict, view: dict) -> None:
     assert drawn_board(page) == view["position"]["board"]
     for colour, player in enumerate((rec["p1"], rec["p2"])):
         points, holes, bredouille = player[:3]
-        assert page["score"][colour] == [str(points), f"{holes}/12", "yes" if bredouille else "no"]
+        assert page["score"][colour] == [str(points), str(holes), "yes" if bredouille else "no"]
         roll = view["rolls"][colour]
         assert page["rolls"][colour] == (f"{roll[0]}-{roll[1]}" if roll else "")
+    assert page["note"] == (web_game.PAST_12 if max(rec["p1"][1], rec["p2"][1]) > 12 else "")
     if view["over"]:
         assert page["message"] == view["result"]
     elif view["other_turn"] and not view["pending"]:
@@ -868,12 +1043,7 @@ def test_a_loaded_position_borne_off_by_clicking_in_chromium(server, browser):
     string_id = position_id(board, 1, (6, 5))
     page = Page(browser, server.url)
     page.open()
-    page.choose("seat", "black")
-    browser.find_element("id", "position").send_keys(string_id)
-    first = page.read()["game"]
-    browser.find_element("css selector", "#load-position button").click()
-    page.wait(lambda p: p["game"] != first and not p["busy"])
-    view = page.api("")
+    view = page.load_position("black", string_id)
     assert view["string_id"] == string_id and view["yours"]
     check_page(page.read(), view)
     for pending, frm in enumerate((6, 5)):
@@ -982,3 +1152,37 @@ def test_free_play_from_a_position_set_up_by_clicking_in_chromium(server, browse
     record = page.api("/record")
     assert record["mode"] == "free" and [d["player"] for d in record["decisions"]] == [
         "White", "Black", "White"]
+
+
+def test_a_double_hole_past_12_and_a_set_up_from_scratch_in_chromium(server, browser):
+    """White, at 11 points and 11 holes with his bredouille, rolls: any roll hits Black's
+    blot on 11 for points, a hole won in bredouille, two holes: 13 to 0, as the reference
+    counts them (its `mark_points` adds the holes in full), and the page says why. Then
+    set-up's starting position and empty board start from a score of zero, not the game's."""
+    from selenium.webdriver.support.ui import Select
+    board = board_of({1: 9, 5: 1, 6: 1, 7: 1, 8: 1, 9: 1, 10: 1}, {11: 1, 24: 14})
+    page = Page(browser, server.url)
+    page.open()
+    view = page.load_position("white", position_id(board, 0, (1, 1), TS_ROLL_DICE,
+                                                   score=((11, 11), (0, 0))))
+    assert view["over"] and view["position"]["holes"] == [13, 0]
+    shown = page.read()
+    check_page(shown, view)
+    assert shown["message"] == f"You win, 13 holes to 0. {web_game.PAST_12}"
+    assert shown["note"] == web_game.PAST_12 and shown["score"][0][1] == "13"
+
+    page.click_and_wait("setup", lambda p: p["setup"])
+    dice = [int(Select(browser.find_element("id", f"setup-die-{i}")).first_selected_option
+                .get_attribute("value")) for i in (0, 1)]
+    score = lambda: [browser.find_element("id", f"setup-{what}-{i}").get_attribute("value")
+                     for what in ("points", "holes") for i in (0, 1)]
+    assert score() != ["0"] * 4  # the game's own
+    for button, board in (("setup-initial", board_of({1: 15}, {24: 15})),
+                          ("setup-empty", [0] * 24)):
+        expected = web_game.setup_record(board, 0, dice)["id"]
+        page.click_and_wait(button, lambda p: p["setup"] == expected)
+        assert score() == ["0"] * 4
+        browser.execute_script("const e = document.getElementById('setup-holes-1');"
+                               "e.value = 5; e.dispatchEvent(new Event('change'));")
+        page.wait(lambda p: not p["busy"] and p["setup"] == web_game.setup_record(
+            board, 0, dice, holes=(0, 5))["id"])

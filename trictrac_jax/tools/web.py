@@ -31,11 +31,14 @@ JSON object; 403: a Host this server does not serve, or a state-changing request
 page of another origin; 404: no such game (any more) or route; 409: not possible now (an
 illegal move, the game over, a `version` the game has left: `"stale": true`); 413: a body
 over `MAX_BODY` bytes; 422: a value of the wrong type or out of range, an unreadable
-position or record.
+position or record. Under the app, web_http.py answers in the same shape: 400 for what is
+no HTTP/1.1 request it reads (both length headers, ...), 408 for a request not whole in
+time, 431 for a head over 16 KiB.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import pathlib
 import re
 import secrets
@@ -47,24 +50,28 @@ import urllib.parse
 import webbrowser
 from typing import Annotated, Literal
 
+import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from trictrac_jax import devices
 from trictrac_jax import render
+from trictrac_jax.env import WINNING_HOLES
 from trictrac_jax.state import NUM_ACTIONS
 from trictrac_jax.tools import notation
-from trictrac_jax.tools.web_game import (CLIP, DEFAULT_OPPONENT, MAX_REPLAY_SECONDS, SEATS,
-                                         Engine, Game, GameError, Games, clip, preview,
-                                         setup_record)
+from trictrac_jax.tools.web_game import (CLIP, DEFAULT_OPPONENT, MAX_REPLAY_SECONDS, PAST_12,
+                                         SEATS, Engine, Game, GameError, Games, clip,
+                                         preview, setup_record)
+from trictrac_jax.tools.web_http import (KEEP_ALIVE_SECONDS, MAX_HEAD, REQUEST_SECONDS,
+                                         CheckedH11Protocol)
 
 STATIC = pathlib.Path(__file__).with_name("web_static")
 MAX_SEED = 2**32 - 1
@@ -173,10 +180,13 @@ async def read_body(request: Request, schema: type[Schema]) -> Schema:
             raise GameError(413, f"The request is too large ({int(length)} bytes; at most "
                                  f"{MAX_BODY}).")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise GameError(413, f"The request is too large (over {MAX_BODY} bytes).")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                raise GameError(413, f"The request is too large (over {MAX_BODY} bytes).")
+    except ClientDisconnect:  # the connection closed (web_http logs it): nobody to answer
+        raise GameError(400, "The request's body was cut off.") from None
     try:
         return schema.model_validate_json(bytes(body) or b"{}")
     except ValidationError as error:
@@ -303,6 +313,7 @@ def create_app(games: Games, hosts: frozenset[str], origins: frozenset[str]) -> 
             "hints": engine.hinter is not None, "width": render.WIDTH, "height": render.HEIGHT,
             "fields": {f: render.field_box(f) for f in range(1, 25)},
             "off": [render.off_box(c) for c in (0, 1)],
+            "holes_to_win": WINNING_HOLES, "past_12": PAST_12,
             "limits": {"body_bytes": MAX_BODY, "id_chars": MAX_ID_CHARS,
                        "record_decisions": MAX_RECORD_DECISIONS,
                        "replay_seconds": MAX_REPLAY_SECONDS},
@@ -400,19 +411,22 @@ def create_app(games: Games, hosts: frozenset[str], origins: frozenset[str]) -> 
 
 class Server:
     """The app served by uvicorn in a thread of this process, on a socket bound here (port
-    0: a free one); `stop()` ends it. For the command below and for tests."""
+    0: a free one), each request to arrive whole within `request_seconds` (web_http);
+    `stop()` ends it. For the command below and for tests."""
 
     def __init__(self, games: Games, host: str = "127.0.0.1", port: int = 0,
-                 allow_origins=()):
-        import uvicorn
+                 allow_origins=(), request_seconds: float = REQUEST_SECONDS):
         self.socket = socket.create_server((host, port))
         self.port = self.socket.getsockname()[1]
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else (
             f"[{host}]" if ":" in host else host)
         self.url = f"http://{shown}:{self.port}/"
         app = create_app(games, **served(self.port, host, allow_origins))
-        # h11 (not httptools, where installed): headers bounded at 16 KiB, as docs/web.md says
-        config = uvicorn.Config(app, http="h11", log_level="warning", lifespan="off")
+        # h11 with web_http's checks and deadlines, whatever else is installed (httptools)
+        protocol = functools.partial(CheckedH11Protocol, request_seconds=request_seconds)
+        config = uvicorn.Config(app, http=protocol, h11_max_incomplete_event_size=MAX_HEAD,
+                                timeout_keep_alive=KEEP_ALIVE_SECONDS, log_level="warning",
+                                lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run,
                                         kwargs={"sockets": [self.socket]}, daemon=True)

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from trictrac_jax import io, render
-from trictrac_jax.env import Trictrac, dice_to_outcome, new_game
+from trictrac_jax.env import WINNING_HOLES, Trictrac, dice_to_outcome, new_game
 from trictrac_jax.state import (NUM_CHECKERS, STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MOVE,
                                 TS_ROLL_DICE, State)
 from trictrac_jax.tools import notation, play, reasons
@@ -39,6 +39,11 @@ SEATS = ("white", "black")
 MAX_REPLAY_SECONDS = 10.0  # a record whose replay takes longer is refused
 MAX_LISTED = 12  # legal moves named in a refusal
 CLIP = 40  # characters of a request's own text quoted back in an error
+# Why a score can pass 12 holes: the reference (store/src/game.rs, mark_points) adds each
+# mark's holes in full, two per 12 points while the scorer can bredouille, and the game ends
+# at 12 or more.
+PAST_12 = ("Holes are counted past 12, as the reference engine counts them: a hole won in "
+           "bredouille counts two.")
 
 Move = tuple[int, int]  # (from, to) on the real board; to 0: borne off
 
@@ -428,7 +433,10 @@ class Game:
             who = f"{render.COLOUR_NAMES[winner]} wins"
         else:
             who = "You win" if winner == self.human else "The bot wins"
-        return f"{who}, {holes[winner]} holes to {holes[1 - winner]}."
+        said = f"{who}, {holes[winner]} holes to {holes[1 - winner]}."
+        if max(holes) > WINNING_HOLES:
+            said += f" {PAST_12}"
+        return said
 
     def other_turn(self) -> str | None:
         """The other side's last turn, as the page says it: "The bot rolled 5-3 and played

@@ -151,7 +151,7 @@ function showScore() {
     const turn = !view.over && view.position.player === colour ? " ◀" : "";
     $(`score-${colour}-name`).textContent = `${NAMES[colour]}${who}${turn}`;
     $(`score-${colour}-points`).textContent = view.position.points[colour];
-    $(`score-${colour}-holes`).textContent = `${view.position.holes[colour]}/12`;
+    $(`score-${colour}-holes`).textContent = view.position.holes[colour];
     $(`score-${colour}-bredouille`).textContent = view.position.bredouille[colour] ? "yes" : "no";
     const roll = view.rolls[colour];
     const cell = $(`score-${colour}-roll`);
@@ -159,6 +159,8 @@ function showScore() {
     cell.title = roll ? `${roll[0]}-${roll[1]}` : "";
     cell.dataset.roll = roll ? `${roll[0]}-${roll[1]}` : "";
   }
+  $("score-note").hidden = Math.max(...view.position.holes) <= config.holes_to_win;
+  $("score-note").textContent = config.past_12;
 }
 
 function showLog(lines, whole) {
@@ -300,6 +302,13 @@ function enterSetup() {
   drawSetup();
 }
 
+// The starting position or an empty board: a game's start, the score at zero.
+function setupAfresh(board) {
+  setup.board = board;
+  for (const i of [0, 1]) $(`setup-points-${i}`).value = $(`setup-holes-${i}`).value = 0;
+  drawSetup();
+}
+
 function leaveSetup() {
   setup = null;
   delete document.body.dataset.setup;
@@ -377,8 +386,8 @@ async function start() {
     event.target.value = "";
   });
   $("setup").addEventListener("click", enterSetup);
-  $("setup-initial").addEventListener("click", () => { setup.board = initialBoard(); drawSetup(); });
-  $("setup-empty").addEventListener("click", () => { setup.board.fill(0); drawSetup(); });
+  $("setup-initial").addEventListener("click", () => setupAfresh(initialBoard()));
+  $("setup-empty").addEventListener("click", () => setupAfresh(new Array(24).fill(0)));
   $("setup-play").addEventListener("click", playSetup);
   $("setup-cancel").addEventListener("click", () => {
     leaveSetup();
