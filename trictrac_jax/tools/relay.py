@@ -150,8 +150,9 @@ def display(path: pathlib.Path) -> str:
 
 def leg_record(leg_dir: pathlib.Path, number: int) -> dict:
     """The ledger line of the leg in `leg_dir`, read from its network's record and its
-    metrics: commit, device, minutes, self-play moves, and the network's win rate against
-    its run's opponent. Raises ValueError naming what is missing."""
+    metrics: commit, device, minutes (its wall clock, compilation included), self-play
+    moves, and the network's win rate against its run's opponent. Raises ValueError naming
+    what is missing."""
     from trictrac_jax.az import champion
     leg_dir = pathlib.Path(leg_dir)
     missing = [n for n in LEG_FILES if not (leg_dir / n).is_file()]
