@@ -245,9 +245,9 @@ def parse_args(argv):
                         "under 9 minutes on a GPU); a row starts only if it is expected to "
                         "end within them (the longest row of its kind so far, or a guess)")
     p.add_argument("--out", type=Path, metavar="DIR",
-                   help="--gpu: write everything into DIR: bench-gpu.md and .json, the step's "
-                        "profile trace (trace/, files under 16 MiB) and its summary per "
-                        "kernel (step-<games>-kernels.json)")
+                   help="--gpu: write everything into DIR: bench-gpu.md and .json (the "
+                        "step's kernels in it) and the step's profile (trace.tar, under "
+                        "16 MiB)")
     p.add_argument("--output", type=Path,
                    help="default docs/benchmarks.md (--gpu: docs/benchmarks-<platform>.md "
                         "and .json)")

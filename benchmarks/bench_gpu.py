@@ -11,7 +11,7 @@
 3. the step's split: each part of a Trictrac step (`measure.components`) timed alone;
 4. one training iteration of configs/base.yaml as `train/az.py` runs it;
 5. a JAX profiler trace of the step at the split's largest batch, summarised to each
-   kernel's device time a step (raw files kept under 16 MiB);
+   kernel's device time a step (its raw files gzip'd into one tar, kept under 16 MiB);
 6. the split of one search of configs/base.yaml's self-play: the search's own bookkeeping
    (mctx with a model of zeros at the search's action width), the engine steps and the
    network evaluations it makes, each timed alone, and the whole search;
@@ -20,16 +20,17 @@
 Sized for about 8 minutes on one GPU (`--budget-seconds`, default 480): a row starts only if
 it is expected to end within the budget (skipped rows are noted). The report is printed,
 its last section a table, and written as markdown to `--out`/bench-gpu.md (or `--output`,
-default docs/benchmarks-<platform>.md) and as JSON beside it, after each part.
+default docs/benchmarks-<platform>.md) and as JSON beside it, after each part. Each table
+records the engine it measured (`gpu_session.engine_identity`).
 """
 from __future__ import annotations
 
 import datetime
 import functools
 import gzip
-import json
 import os
 import shutil
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -47,6 +48,7 @@ from trictrac_jax.az import search as S
 from trictrac_jax.az import training as T
 from trictrac_jax.az.model import model_from_config
 from benchmarks import measure
+from benchmarks.gpu_session import engine_identity
 from benchmarks.measure import PLAIN, WITH_RESETS, plain_loop, uniform_legal
 
 BASE_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "base.yaml"
@@ -86,7 +88,7 @@ SIZES = {
 GUESS_SECONDS = {"random play": 15, "step split": 60, "iteration": 120, "trace": 30,
                  "search split": 60, "self-play": 60}
 TRACE_CALLS = 3  # calls of the step in the profiler trace
-MAX_FILE_BYTES = 16 * 2**20  # a raw trace file kept in --out only below this
+MAX_FILE_BYTES = 16 * 2**20  # the raw trace's tar kept in --out only below this
 
 
 def base_config(games=None, simulations=None, algorithm=None, moves=1):
@@ -393,27 +395,31 @@ def _host_operations(planes):
                     yield event, stats
 
 
-def step_trace(step, out: Path):
+def step_trace(step, scratch: Path, tar: Path | None):
     """A JAX profiler trace of `TRACE_CALLS` calls of the compiled step (`step`: games,
-    compiled, args) written under `out`, summarised per kernel (device µs a step); its raw
-    files gzip'd, those still over `MAX_FILE_BYTES` removed (named in the summary)."""
+    compiled, args) written under `scratch`, summarised per kernel (device µs a step); its
+    raw files gzip'd into one `tar` (its profiler's folders four deep, one file where the
+    device tool brings back two folders down), removed if over `MAX_FILE_BYTES` (named in
+    the summary)."""
     games, compiled, args = step
     jax.block_until_ready(compiled(*args))
-    with jax.profiler.trace(str(out)):
+    with jax.profiler.trace(str(scratch)):
         for _ in range(TRACE_CALLS):
             jax.block_until_ready(compiled(*args))
-    files = sorted(out.rglob("*.xplane.pb"))
+    files = sorted(scratch.rglob("*.xplane.pb"))
     kernels = kernel_times(files[-1]) if files else []
     removed = []
-    for path in [f for f in out.rglob("*") if f.is_file()]:
-        if path.suffix != ".gz":  # the xplane holds every compiled program's HLO: gzip it
-            with path.open("rb") as raw, gzip.open(f"{path}.gz", "wb") as packed:
-                shutil.copyfileobj(raw, packed)
-            path.unlink()
-            path = Path(f"{path}.gz")
-        if path.stat().st_size > MAX_FILE_BYTES:
-            removed.append(f"{path.relative_to(out)} ({path.stat().st_size / 2**20:.0f} MiB)")
-            path.unlink()
+    if tar is not None:
+        with tarfile.open(tar, "w") as packed:
+            for path in sorted(f for f in scratch.rglob("*") if f.is_file()):
+                if path.suffix != ".gz":  # the xplane holds every program's HLO: gzip it
+                    with path.open("rb") as raw, gzip.open(f"{path}.gz", "wb") as zipped:
+                        shutil.copyfileobj(raw, zipped)
+                    path = Path(f"{path}.gz")
+                packed.add(path, str(path.relative_to(scratch)))
+        if tar.stat().st_size > MAX_FILE_BYTES:
+            removed.append(f"{tar.name} ({tar.stat().st_size / 2**20:.0f} MiB)")
+            tar.unlink()
     for k in kernels:
         k["us_per_step"] = k["ns"] / 1e3 / TRACE_CALLS
     return {"games": games, "calls": TRACE_CALLS,
@@ -432,7 +438,7 @@ def device_record(load_at_start):
         pgx_version = None
     return {"device_kind": device.device_kind, "platform": device.platform,
             "devices": jax.device_count(), "jax": jax.__version__, "mctx": mctx.__version__,
-            "pgx": pgx_version, "code": code_version(),
+            "pgx": pgx_version, "code": code_version(), "engine": engine_identity(),
             "load": [load_at_start, os.getloadavg()[0]],
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
@@ -521,8 +527,7 @@ def trace_section(t, top=15):
         f"## A profile of the step ({t['games']:,} games)", "",
         f"A JAX profiler trace of {t['calls']} calls of the vmapped `env.step` (the split's "
         "compiled step): each kernel's device time a step, "
-        f"{t['device_us_per_step']:,.0f} µs in all; the {top} longest (all in the JSON and "
-        f"`step-{t['games']}-kernels.json`).{removed}", "",
+        f"{t['device_us_per_step']:,.0f} µs in all; the {top} longest (all in the JSON).{removed}", "",
         measure.table(("kernel", "µs a step", "launches a step", "launch"), [
             (f"`{k['kernel'][:60]}`", f"{k['us_per_step']:,.1f}",
              f"{k['launches'] / t['calls']:g}", k["launch"]) for k in t["kernels"][:top]])])
@@ -533,7 +538,8 @@ def markdown(result):
     d = result["device"]
     head = "\n".join([
         f"# GPU figures: {d['device_kind']} ({d['platform']})", "",
-        f"Measured on {d['date']} with `{result['command']}` (code at git {d['code']}, sizes "
+        f"Measured on {d['date']} with `{result['command']}` (code at git {d['code']}, engine "
+        f"{d['engine']['commit']} with fingerprint {d['engine']['fingerprint']}, sizes "
         f"`{result['sizes']}`); jax {d['jax']}, mctx {d['mctx']}, pgx {d['pgx']}, "
         f"{d['devices']} device(s); load average (1 min) {d['load'][0]:.1f} at the start, "
         f"{d['load'][1]:.1f} at the end (above the {os.cpu_count()} cores: other processes "
@@ -585,16 +591,13 @@ def run(args, command):
         measure.log(f"a profile of the step at {step[0]} games")
         with tempfile.TemporaryDirectory() as scratch:
             try:  # a profiler that fails (no CUPTI, say) costs the profile, not the run
-                trace = budget.run("trace", step_trace, step, out / "trace" if out else
-                                   Path(scratch))
+                trace = budget.run("trace", step_trace, step, Path(scratch),
+                                   out / "trace.tar" if out else None)
                 note = "the profile of the step: skipped (time budget)"
             except Exception as e:  # noqa: BLE001 (any failure of the profiler)
                 trace, note = None, f"the profile of the step: failed ({type(e).__name__}: {e})"
         result["trace"] = trace
         result["notes"] += [] if trace else [note]
-        if trace and out:
-            (out / f"step-{trace['games']}-kernels.json").write_text(
-                json.dumps(trace["kernels"], indent=1) + "\n")
     save()
     config = base_config(sizes.games, sizes.simulations)
     split_done = budget.run("search split", split, config, sizes.steps, sizes.min_seconds)

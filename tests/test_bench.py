@@ -1,9 +1,10 @@
 """Smoke test of the benchmark entry point at its smallest settings (no timing assertions)."""
 import json
+import tarfile
 
 import pytest
 
-from benchmarks import bench, bench_gpu
+from benchmarks import bench, bench_gpu, gpu_session
 
 
 def test_bench_writes_the_throughput_table(tmp_path):
@@ -29,10 +30,10 @@ def test_search_throughput_row():
 
 def test_gpu_figures_at_the_smallest_sizes(tmp_path):
     """`bench --gpu --quick --out DIR` on CPU, the rehearsal of the GPU run: into DIR the
-    device, random play, the step's split (the whole step only), a training iteration, a
-    profile of the step summarised per kernel and the split of a search (its parts and the
-    rest make up the whole), as markdown ending in a table and JSON, every file under
-    16 MiB (self-play is the iteration's: its rows are not rehearsed)."""
+    device and the engine measured, random play, the step's split (the whole step only), a
+    training iteration, a profile of the step summarised per kernel (its raw files in one
+    tar) and the split of a search (its parts and the rest make up the whole), as markdown
+    ending in a table and JSON, every file under 16 MiB (self-play is the iteration's: its rows are not rehearsed)."""
     out = tmp_path / "gpu"
     bench.main(["--gpu", "--quick", "--no-pgx", "--budget-seconds", "3600",  # skip no row
                 "--out", str(out)])
@@ -49,8 +50,7 @@ def test_gpu_figures_at_the_smallest_sizes(tmp_path):
     trace = result["trace"]
     assert trace["games"] == bench_gpu.SIZES["quick"].step_batches[-1]
     assert trace["kernels"] and trace["device_us_per_step"] > 0  # XLA's CPU operations here
-    assert json.loads((out / f"step-{trace['games']}-kernels.json").read_text()) == (
-        trace["kernels"])
+    assert result["device"]["engine"] == gpu_session.engine_identity()
     parts = result["split"]["parts"]
     assert len(parts) == 4 and all(p["seconds"] > 0 for p in parts[:3])
     assert sum(p["share"] for p in parts) == pytest.approx(1.0)
@@ -62,7 +62,9 @@ def test_gpu_figures_at_the_smallest_sizes(tmp_path):
         assert title in text
     assert text.splitlines()[-1].startswith("| ")
     files = [f for f in out.rglob("*") if f.is_file()]
-    assert any(f.name.endswith(".xplane.pb.gz") for f in files)  # the raw trace, gzip'd
+    assert {f.name for f in files} == {"bench-gpu.md", "bench-gpu.json", "trace.tar"}
+    with tarfile.open(out / "trace.tar") as tar:  # the raw trace, gzip'd
+        assert any(name.endswith(".xplane.pb.gz") for name in tar.getnames())
     assert all(f.stat().st_size < bench_gpu.MAX_FILE_BYTES for f in files)
 
 

@@ -823,7 +823,7 @@ def test_gpu_run_ends_on_its_clock_and_brings_back_its_best_network(run, tmp_pat
     """train/gpu_run.py on the CPU with a tiny --minutes: the clock ends the run (its first
     iteration is its last), and OUT holds the best network (the best checkpoint's), the
     metrics and the report, each file under 16 MB. A run killed after its first network
-    leaves that network whole."""
+    leaves that network whole, and its copy (--copy-to) too."""
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(to_dict(tiny_config(tmp_path / "unused"))))
     out = tmp_path / "gpu"
@@ -846,13 +846,17 @@ def test_gpu_run_ends_on_its_clock_and_brings_back_its_best_network(run, tmp_pat
     def kill_at_2(line):
         if line.startswith("it    2/"):
             raise Killed
-    killed = tmp_path / "killed"
+    killed, copy = tmp_path / "killed", tmp_path / "copy"
     args = gpu_run.parse_args(["--minutes", "1", "--config", str(config), "--out",
-                               str(killed)])
+                               str(killed), "--copy-to", str(copy)])
     with pytest.raises(Killed):
         gpu_run.train_for_minutes(args, "test", log=kill_at_2)
     assert champion.load(killed / "network.msgpack")[2]["iteration"] == 1
     assert "Status: running (written at iteration 1)." in (killed / "report.md").read_text()
+    # --copy-to: the three files as after iteration 1, no checkpoint
+    assert sorted(p.name for p in copy.iterdir()) == sorted(gpu_run.BROUGHT_BACK)
+    assert (copy / "network.msgpack").read_bytes() == (killed / "network.msgpack").read_bytes()
+    assert [r["iteration"] for r in az_run.load_records(copy)] == [1]
 
 
 def test_the_gpu_runs_watchdog_stops_a_run_past_its_time():

@@ -19,6 +19,10 @@ past that. OUT receives, each file under 16 MB:
 * report.md: what ran, on what, for how long, the best network's win rate with its 95%
   interval and the commands to check it; rewritten with the network;
 * config.yaml and checkpoints/ (`python train/az.py --resume OUT` continues the run).
+
+`--copy-to DIR` keeps a copy of the first three in DIR, renewed after every iteration: a
+folder that must come back whole from a lent machine, without the checkpoints
+(benchmarks/gpu_session.py).
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import datetime
 import os
 import pathlib
 import shlex
+import shutil
 import sys
 import threading
 
@@ -54,6 +59,7 @@ CARRY_ON = ["search.algorithm=lookahead", "search.max_num_considered_actions=8",
 FINISH_S = 10.0
 GRACE_S = 30.0
 MAX_FILE_BYTES = 16 * 2**20
+BROUGHT_BACK = ("network.msgpack", "metrics.jsonl", "report.md")  # what --copy-to copies
 
 
 def parse_args(argv=None):
@@ -69,6 +75,9 @@ def parse_args(argv=None):
                                     "configs/quick.yaml on a CPU")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (after the recipe's), e.g. --set run.seed=3")
+    p.add_argument("--copy-to", type=pathlib.Path, metavar="DIR",
+                   help="keep a copy of network.msgpack, metrics.jsonl and report.md in DIR, "
+                        "renewed after every iteration (no checkpoints)")
     args = p.parse_args(argv)
     if args.minutes <= 0:
         p.error(f"--minutes: must be > 0, got {args.minutes:g}")
@@ -126,6 +135,18 @@ def write_bytes_atomically(path: pathlib.Path, data: bytes):
     tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")  # the watchdog's apart
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def copy_out(out: pathlib.Path, to: pathlib.Path | None):
+    """Copy OUT's `BROUGHT_BACK` files that exist into `to` (each replaced at once)."""
+    if to is None:
+        return
+    to.mkdir(parents=True, exist_ok=True)
+    for name in BROUGHT_BACK:
+        if (out / name).is_file():
+            tmp = to / f"{name}.{threading.get_ident()}.tmp"
+            shutil.copyfile(out / name, tmp)
+            os.replace(tmp, to / name)
 
 
 def export(out: pathlib.Path, params, config: config_lib.Config, provenance: dict):
@@ -215,6 +236,7 @@ def train_for_minutes(args, command: str, log=print, stop=None):
     def out_of_time():
         log(f"out of time: stopping; {out / 'network.msgpack'} holds the last network written")
         write_report("stopped by the watchdog, past --minutes")
+        copy_out(out, args.copy_to)
         (stop or (lambda: os._exit(124)))()
 
     watchdog = Watchdog(out_of_time)
@@ -228,6 +250,7 @@ def train_for_minutes(args, command: str, log=print, stop=None):
                        >= best["record"][f"vs_{opponent}"]):
             best["record"] = record
         elif best["record"] is not None or record["iteration"] % config.checkpoint.every:
+            copy_out(out, args.copy_to)
             return
         provenance = {"command": facts["command"], "code": facts["code"],
                       "hardware": facts["device"], "iteration": record["iteration"],
@@ -235,6 +258,7 @@ def train_for_minutes(args, command: str, log=print, stop=None):
                       "evaluation": win_rate(record, opponent) if scored else "not evaluated"}
         export(out, state.params, config, provenance)
         write_report(f"running (written at iteration {record['iteration']})")
+        copy_out(out, args.copy_to)
 
     try:
         run.train(config, log=log, budget_s=60 * args.minutes - FINISH_S,
@@ -247,6 +271,7 @@ def train_for_minutes(args, command: str, log=print, stop=None):
                                      "iteration": records[-1]["iteration"],
                                      "evaluation": "not evaluated"})
     write_report("finished")
+    copy_out(out, args.copy_to)
     too_big = [f"{p} ({p.stat().st_size:,} bytes)" for p in out.rglob("*")
                if p.is_file() and p.stat().st_size > MAX_FILE_BYTES]
     log(f"wrote {out / 'network.msgpack'}, {out / 'metrics.jsonl'}, {out / 'report.md'}")

@@ -128,14 +128,21 @@ def exit_code(run) -> int:
     return 0
 
 
+# Where a copy of the tree has no git (the copy sent to a lent GPU machine), the version that
+# the sender recorded (benchmarks/gpu_session.py exports it).
+CODE_VERSION_ENV = "TRICTRAC_CODE_VERSION"
+
+
 def code_version() -> str:
-    """`git describe` of this checkout ("-dirty": tracked files changed), or "unknown"."""
+    """`git describe` of this checkout ("-dirty": tracked files changed), else
+    $TRICTRAC_CODE_VERSION, else "unknown"."""
     try:
         done = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
                               text=True, cwd=pathlib.Path(__file__).resolve().parent)
+        described = done.stdout.strip()
     except OSError:
-        return "unknown"
-    return done.stdout.strip() or "unknown"
+        described = ""
+    return described or os.environ.get(CODE_VERSION_ENV) or "unknown"
 
 
 # --- the run's directory ----------------------------------------------------------------
