@@ -18,7 +18,8 @@ wrapped in `StochasticRecurrentState`), with Gumbel's action selection at decisi
   softmax(logits + sigma(completed Q))), as in `gumbel_muzero_policy`;
 * chance nodes: Stochastic MuZero's choice, argmax(prob / (visits + 1)): the outcome
   furthest below its share of the visits, so that after n visits each outcome has been
-  visited about n * prob times, without repeats while n is below the number of outcomes.
+  visited about n * prob times (with equal probabilities, as the 36 rolls have, none twice
+  before each once).
 
 Values through a chance node are mctx's visit-weighted means (`mctx.search`'s backup):
 the afterstate's own value (the network's expectation over the outcomes) counted once,
@@ -27,7 +28,9 @@ follow the probabilities, the mean is a stratified estimate of the expectation o
 outcomes; with the afterstate value as its first term, one visit to an action values it by
 the expectation the network learnt, not by one outcome drawn at random (as
 `gumbel_muzero_policy` with the chance inside `recurrent_fn` does, and every later visit
-through that action then stays below that one outcome).
+through that action then stays below that one outcome). Weighting the visited outcomes by
+their probabilities instead, the unvisited mass by the afterstate value, would need a
+backup other than `mctx.search`'s.
 
 As in `stochastic_muzero_policy`, every expansion calls both recurrent functions and keeps
 the one the node's kind needs. Unlike it, the root's afterstate placeholder is zeros of the
