@@ -11,8 +11,8 @@ BFLOAT16 = ("network.inference_dtype=bfloat16",)
 TD = ("replay.bootstrap=0.8",)  # the lookahead's TD targets, as champion 2 learnt
 
 
-def gumbel(simulations: int) -> tuple[str, ...]:
-    return ("search.algorithm=gumbel", f"search.num_simulations={simulations}",
+def gumbel(simulations: int, algorithm: str = "gumbel") -> tuple[str, ...]:
+    return (f"search.algorithm={algorithm}", f"search.num_simulations={simulations}",
             f"search.max_num_considered_actions={simulations}")
 
 
@@ -25,6 +25,8 @@ SEARCHES = {
     "stochastic16": (*STOCHASTIC, "search.num_simulations=16"),
     "gumbel8": gumbel(8),
     "gumbel16": gumbel(16),
+    "gumbel_stochastic8": gumbel(8, "gumbel_stochastic"),
+    "gumbel_stochastic16": gumbel(16, "gumbel_stochastic"),
     "lookahead8": lookahead(8),
     "lookahead16": lookahead(16),
     "lookahead32": lookahead(32),

@@ -234,6 +234,9 @@ def test_agent_specs_say_how_a_network_plays():
     assert split_spec("champion:1@rolls:32") == ("champion:1", Play(lookahead=32, rolls=True))
     assert split_spec("runs/a/checkpoints/5@search:64") == (
         "runs/a/checkpoints/5", Play(simulations=64, algorithm="stochastic", max_actions=32))
+    assert split_spec("champion:2@gumbel_stochastic:8") == (
+        "champion:2", Play(simulations=8, algorithm="gumbel_stochastic", max_actions=32))
+    assert split_spec("champion@gumbel:4")[1].algorithm == "gumbel"
     assert split_spec("x.msgpack@lookahead:8") == ("x.msgpack", Play(lookahead=8))
     assert split_spec("champion@policy") == ("champion", Play())
     for bad in ("policy:3", "rolls", "rolls:0", "search:x", "search:-2", "think:4", ""):

@@ -71,6 +71,9 @@ def cases(positions):
     return take(positions, [hold_or_go, move, 37, 74, 111, 148])
 
 
+ALGORITHMS = ("stochastic", "gumbel", "gumbel_stochastic")  # the trees
+
+
 def search_config(algorithm, sims, max_actions=None):
     return SearchConfig(algorithm=algorithm, num_simulations=sims, max_num_considered_actions=4,
                         max_actions=max_actions or SearchConfig().max_actions)
@@ -82,18 +85,18 @@ def make_search(model, config, explore=True):
 
 def tree_nodes(tree, algorithm):
     """The decision-node embeddings of a search tree: Node [B, nodes]."""
-    return tree.embeddings.state_embedding if algorithm == "stochastic" else tree.embeddings
+    return tree.embeddings if algorithm == "gumbel" else tree.embeddings.state_embedding
 
 
 @pytest.fixture(scope="module")
 def searched(cases):
-    """SearchOutput of both searches on `cases` (uniform prior, value +0.5 for the mover)."""
+    """SearchOutput of the tree searches on `cases` (uniform prior, value +0.5 for the mover)."""
     model = Model(ENV, ConstNet(0.5), "outcome", 72.0)
     return {algorithm: jax.jit(make_search(model, search_config(algorithm, 32)))(
-        None, jax.random.PRNGKey(1), cases) for algorithm in ("stochastic", "gumbel")}
+        None, jax.random.PRNGKey(1), cases) for algorithm in ALGORITHMS}
 
 
-@pytest.mark.parametrize("algorithm", ["stochastic", "gumbel"])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_search_shapes_and_masking(cases, searched, algorithm):
     out = searched[algorithm]
     mask = np.asarray(cases.legal_action_mask)
@@ -107,7 +110,7 @@ def test_search_shapes_and_masking(cases, searched, algorithm):
     tree = out.tree
     nodes = tree_nodes(tree, algorithm)
     decision = np.asarray(tree.node_visits) > 0
-    if algorithm == "stochastic":
+    if algorithm != "gumbel":
         decision &= np.asarray(tree.embeddings.is_decision_node)
     assert decision[:, 1:].any()  # some interior decision nodes were expanded
     column_legal = np.take_along_axis(np.asarray(nodes.state.legal_action_mask),

@@ -146,16 +146,19 @@ class SearchConfig(Section):
 
     # stochastic: mctx.stochastic_muzero_policy, the dice as chance nodes.
     # gumbel: mctx.gumbel_muzero_policy, the dice sampled inside the simulator.
+    # gumbel_stochastic: Gumbel MuZero's root and interior selection, the dice as chance
+    # nodes (az/gumbel_stochastic.py).
     # lookahead: no tree: the policy's max_num_considered_actions likeliest moves, each
     # valued over the 36 rolls after it (as the champion plays); num_simulations unused.
-    algorithm: str = setting("stochastic", one_of("stochastic", "gumbel", "lookahead"))
-    num_simulations: int = setting(32, at_least(1))  # per decision: stochastic, gumbel
+    algorithm: str = setting("stochastic", one_of(
+        "stochastic", "gumbel", "gumbel_stochastic", "lookahead"))
+    num_simulations: int = setting(32, at_least(1))  # per decision: stochastic, gumbel*
     # Action columns per tree node: the trees are this wide, not 514 (mctx's bookkeeping
     # grows with the width). A node with more legal actions keeps the ones with the
     # highest prior logits. 256: no position seen has more (max 204 in 3M random-play
     # decisions, 151 in the golden data); see docs/training.md.
     max_actions: int = setting(256, in_range(1, NUM_ACTIONS))
-    max_num_considered_actions: int = setting(16, at_least(1))  # gumbel, lookahead
+    max_num_considered_actions: int = setting(16, at_least(1))  # gumbel*, lookahead
     dirichlet_fraction: float = setting(0.25, in_range(0.0, 1.0))  # stochastic
     dirichlet_alpha: float = setting(0.3, at_least(1e-6))  # stochastic
     pb_c_init: float = setting(1.25, at_least(0.0))  # stochastic

@@ -31,7 +31,7 @@ class Play(NamedTuple):
     lookahead: int = 0  # the 1-ply search over the policy's K likeliest moves (0: off)
     rolls: bool = False  # the lookahead values each move over the 36 rolls after it
     simulations: int = 0  # a tree search of N simulations, no exploration noise (0: off)
-    algorithm: str = ""  # that search's: "stochastic" or "gumbel"; "": the run's own
+    algorithm: str = ""  # that search's `search.algorithm`; "": the run's own
     max_actions: int = 0  # that search's tree width (search.max_actions); 0: the run's own
 
     def check(self):
@@ -53,17 +53,24 @@ class Play(NamedTuple):
 # (docs/journal/search-at-play-time.md).
 SEARCH_WIDTH = 32
 
+
+def _tree_search(algorithm: str):
+    """The Play of a tree search `algorithm` of N simulations, `SEARCH_WIDTH` wide."""
+    return lambda n: Play(simulations=n, algorithm=algorithm, max_actions=SEARCH_WIDTH)
+
+
 # The ways to play a spec may name after '@', each with its integer argument.
 PLAYS = {"policy": lambda n: Play(), "lookahead": lambda k: Play(lookahead=k),
          "rolls": lambda k: Play(lookahead=k, rolls=True),
-         "search": lambda n: Play(simulations=n, algorithm="stochastic",
-                                  max_actions=SEARCH_WIDTH)}
-PLAY_SYNTAX = "policy, lookahead:K, rolls:K or search:N"
+         "search": _tree_search("stochastic"), "gumbel": _tree_search("gumbel"),
+         "gumbel_stochastic": _tree_search("gumbel_stochastic")}
+PLAY_SYNTAX = "policy, lookahead:K, rolls:K, search:N, gumbel:N or gumbel_stochastic:N"
 
 
 def parse_play(text: str) -> Play:
-    """'policy' (the raw policy), 'lookahead:K', 'rolls:K' (the lookahead over the rolls)
-    or 'search:N' (the stochastic search, N simulations). Raises ValueError."""
+    """'policy' (the raw policy), 'lookahead:K', 'rolls:K' (the lookahead over the rolls),
+    'search:N' (the stochastic search, N simulations), 'gumbel:N' or 'gumbel_stochastic:N'
+    (those searches, `search.algorithm`'s). Raises ValueError."""
     name, colon, arg = text.partition(":")
     if name not in PLAYS or (name == "policy") == bool(colon) or \
             (colon and not (arg.isdigit() and int(arg) > 0)):
@@ -90,7 +97,8 @@ def load_agent(spec: str, play: Play = Play()):
     (greedy over the masked logits), the 1-ply lookahead over its `lookahead` likeliest
     moves (`search.lookahead`; with `rolls`, each valued over the 36 rolls after it),
     or a search of `simulations` (no exploration noise; `search:N` is the stochastic search
-    over the dice, `SEARCH_WIDTH` actions wide). Raises ValueError for an unknown
+    over the dice, `gumbel:N` and `gumbel_stochastic:N` the other trees, all `SEARCH_WIDTH`
+    actions wide). Raises ValueError for an unknown
     name or play, `CheckpointError` for an unreadable checkpoint."""
     name, own = split_spec(spec)
     agent = agents.baseline(name)

@@ -9,6 +9,8 @@ dispatches on `config.algorithm` (a `SearchConfig`):
   ordered dice, with their true probabilities); the chance function is `env.chance_step`.
 * `gumbel`: `mctx.gumbel_muzero_policy`; one recurrent step is `step_deterministic` followed
   by `chance_step` with dice sampled from the simulation's key.
+* `gumbel_stochastic`: `gumbel_stochastic.gumbel_stochastic_muzero_policy`, Gumbel's root and
+  interior selection over the chance nodes of `stochastic` (its decision and chance functions).
 * `lookahead`: no tree: the policy's likeliest moves, each valued over the 36 rolls after it.
 
 Illegal actions are masked at every node: their prior logit is `MASKED_LOGIT` and, in the
@@ -36,6 +38,7 @@ from trictrac_jax.az import model as M
 from trictrac_jax.az import network as N
 from trictrac_jax.az.base import Model, Params, SearchOutput
 from trictrac_jax.az.config import SearchConfig
+from trictrac_jax.az.gumbel_stochastic import gumbel_stochastic_muzero_policy
 from trictrac_jax.env import has_choice
 from trictrac_jax.worths import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
@@ -134,10 +137,11 @@ def _masked_puct_qtransform(tree, node_index):
 
 def tree_search(params: Params, key, states: State, *, model: Model, config: SearchConfig,
                 explore: bool) -> SearchOutput:
-    """mctx's stochastic or Gumbel MuZero search over `config.max_actions` columns.
+    """mctx's stochastic or Gumbel MuZero search, or Gumbel's over chance nodes, over
+    `config.max_actions` columns.
 
     `explore`: Dirichlet noise and visit-count sampling (stochastic) or Gumbel noise
-    (gumbel) for self-play; without it the search plays its best action."""
+    (gumbel, gumbel_stochastic) for self-play; without it the search plays its best action."""
     k = config.max_actions
     root = column_root(model, k, params, states)
     invalid = root.embedding.actions == UNUSED_COLUMN
@@ -150,6 +154,13 @@ def tree_search(params: Params, key, states: State, *, model: Model, config: Sea
             dirichlet_fraction=config.dirichlet_fraction if explore else 0.0,
             dirichlet_alpha=config.dirichlet_alpha, pb_c_init=config.pb_c_init,
             temperature=config.temperature if explore else 0.0)
+    elif config.algorithm == "gumbel_stochastic":
+        out = gumbel_stochastic_muzero_policy(
+            params, key, root, functools.partial(column_decision_fn, model, k),
+            functools.partial(column_chance_fn, model, k),
+            num_simulations=config.num_simulations, invalid_actions=invalid,
+            max_num_considered_actions=config.max_num_considered_actions,
+            gumbel_scale=1.0 if explore else 0.0)
     else:
         out = mctx.gumbel_muzero_policy(
             params, key, root, functools.partial(column_sampled_fn, model, k),

@@ -4,13 +4,14 @@ benchmark's deep evaluation (docs/position-benchmark.md).
     python -m trictrac_jax.tools.rate greedy champion:2
     python -m trictrac_jax.tools.rate random first greedy:32 web champion:1@search:64 --json
 
-An AGENT is any `network_agents.load_agent` spec: random, first, greedy, greedy:K, web, champion,
-champion:N, a network file or a run directory, with @PLAY (policy, lookahead:K, rolls:K,
-search:N); a network named without @PLAY plays `DEFAULT_PLAY` (as the terminal game does).
-For each agent: the mean value lost per decision (the best move's value minus the value of
-the move played, in points) with its 95% bootstrap interval, the share of decisions lost by
-more than `--blunder` points and the share where it plays a best move (within `TIE` points
-of the best), each with its 95% Wilson interval, and the number of decisions.
+An AGENT is any `network_agents.load_agent` spec: random, first, greedy, greedy:K, web,
+champion, champion:N, a network file or a run directory, with @PLAY (policy, lookahead:K,
+rolls:K, search:N, gumbel:N, gumbel_stochastic:N); a network named without @PLAY plays
+`DEFAULT_PLAY` (as the terminal game does). For each agent: the mean value lost per decision
+(the best move's value minus the value of the move played, in points) with its 95% bootstrap
+interval, the share of decisions lost by more than `--blunder` points and the share where it
+plays a best move (within `TIE` points of the best), each with its 95% Wilson interval, and
+the number of decisions.
 """
 from __future__ import annotations
 
