@@ -5,7 +5,6 @@ engine importing neither: tests/test_layout.py.)"""
 import importlib.util
 import pathlib
 import sys
-import types
 from typing import Literal, get_args
 
 import jax
@@ -13,46 +12,23 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import render
-from trictrac_jax.state import State
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def save_svg(state: State, filename):
-    """pgx's `State.save_svg`, drawn by `render`: one game, or a batch as a grid."""
-    picture = render.svg(state) if np.ndim(state.current_player) == 0 else render.svg_grid(state)
-    pathlib.Path(filename).write_text(picture)
-
-
-class StateView(types.SimpleNamespace):
-    env_id = "trictrac"
-
-
-def without_is_chance(state: State) -> StateView:
-    """`state`'s fields but `is_chance`, and its `env_id`, as pgx's checks read a state."""
-    assert state.env_id == StateView.env_id
-    return StateView(**{k: v for k, v in vars(state).items() if k != "is_chance"})
-
-
 def test_pgx_api_checks(monkeypatch):
     """pgx's `api_test` (init, random games to their end, one at a time and in a batch, the
-    states' dtypes, rewards, step counts and masks), less what only pgx's own games have."""
+    states' dtypes, public fields, rewards, step counts and masks, the last states drawn by
+    their `save_svg`), with two of pgx's own defects patched, nothing of ours."""
     pgx = pytest.importorskip("pgx")  # the test extra installs it
     from pgx._src import api_test
     env = tt.make("trictrac", max_steps=None)  # pgx's checks play every game to its end
     assert isinstance(env, pgx.Env)
-    # pgx's ids are its own games' (the first check of `_validate_state`) ...
+    # pgx's defects: its list of ids is closed, its own games' (the first check of
+    # `_validate_state`) ...
     monkeypatch.setattr(api_test, "EnvId", Literal[get_args(api_test.EnvId) + ("trictrac",)])
-    # ... its list of a state's public fields lacks our chance flag, `is_chance` (pgx's own
-    # stochastic games keep theirs private) ...
-    validate = api_test._validate_state
-    monkeypatch.setattr(api_test, "_validate_state",
-                        lambda state: validate(without_is_chance(state)))
-    # ... and its visualiser draws its own games: the last states are drawn by ours.
-    monkeypatch.setattr(State, "save_svg", save_svg, raising=False)
-    # pgx 2.6's `act_randomly` samples along axis 1, which this jax refuses for one game's
-    # mask (pgx's own tic_tac_toe fails alike): one game's is sampled as a batch of one
+    # ... and pgx 2.6's `act_randomly` samples along axis 1, which this jax refuses for one
+    # game's mask (pgx's own tic_tac_toe fails alike): one game's is sampled as a batch of one
     act = api_test.act_randomly
     monkeypatch.setattr(api_test, "act_randomly", lambda key, mask: (
         act(key, mask[None])[0] if mask.ndim == 1 else act(key, mask)))
