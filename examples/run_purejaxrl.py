@@ -132,25 +132,24 @@ def by_tenth(metrics, parts: int = 10) -> tuple[np.ndarray, np.ndarray]:
     return np.array(won), np.array([i.mean() for i in tenths("illegal_action")])
 
 
-def parse_settings(config: dict, settings: list[str]) -> dict:
-    """`config` with `KEY=VALUE` settings (Python literals) applied; an unknown key is named."""
-    config = dict(config)
-    for setting in settings:
-        name, _, value = setting.partition("=")
-        if name not in config:
-            raise SystemExit(f"--set {setting}: unknown key {name!r}; keys: {sorted(config)}")
-        config[name] = ast.literal_eval(value) if name != "ENV_NAME" else value
-    return config
+def setting(text: str) -> tuple[str, object]:
+    """`KEY=VALUE`, VALUE a Python literal -> (KEY, value)."""
+    name, _, value = text.partition("=")
+    return name, ast.literal_eval(value)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config entry, e.g. --set TOTAL_TIMESTEPS=2e5")
+    parser.add_argument("--set", action="append", default=[], type=setting,
+                        metavar="KEY=VALUE", help="a config entry, e.g. --set NUM_ENVS=8")
     parser.add_argument("--seed", type=int, default=30)  # ppo.py's
     args = parser.parse_args(argv)
     ppo = load_ppo()
-    config = parse_settings({**ppo.CONFIG, "DEBUG": False}, args.set)
+    config = {**ppo.CONFIG, "DEBUG": False}  # DEBUG prints every finished episode
+    for name, value in args.set:
+        if name not in config:
+            parser.error(f"--set: unknown key {name!r}; keys: {sorted(config)}")
+        config[name] = value
     out = jax.block_until_ready(jax.jit(ppo.make_train(config))(jax.random.PRNGKey(args.seed)))
     won, illegal = by_tenth(out["metrics"])
     print("won against random, by tenth of the updates:", " ".join(f"{x:.2f}" for x in won))

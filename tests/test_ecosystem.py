@@ -70,6 +70,9 @@ def test_purejaxrl_ppo_runs_with_the_documented_lines(capsys, monkeypatch):
     assert metrics["final_observation"].shape == (2, 8, 2)  # no final observation kept
     with pytest.raises(ValueError, match="occur 0 times"):
         example.apply_diff("import gymnax\n", "@@ -1 +1 @@\n-import gymnax as gx\n+import x\n")
+    with pytest.raises(SystemExit):
+        example.main(["--set", "NUM_ENV=2"])
+    assert "unknown key 'NUM_ENV'" in capsys.readouterr().err
 
 
 def test_purejaxrl_example_trains(capsys, monkeypatch):

@@ -280,12 +280,14 @@ def box_modes():
 @pytest.mark.parametrize("final_observation", [True, False])
 def test_every_gymnax_wrapper_runs_in_every_mode_it_accepts(gymnax_env, final_observation):
     """Each of `gymnax.wrappers` on gymnax.make's Trictrac-v1 in each observation mode
-    (FlattenObservationWrapper: the Box ones; it refuses the Dict), a reset and a step,
+    (FlattenObservationWrapper and RolloutWrapper's `input_shape`: the Box ones;
+    FlattenObservationWrapper refuses the Dict), a reset and a step,
     traced through the wrapper's code (`jax.eval_shape`: what a run computes, without
     compiling it): the observations keep the environment's shapes, `info` keeps its keys."""
     import gymnasium
     import gymnax
     from gymnax import wrappers as GW
+    from gymnax.experimental import RolloutWrapper
 
     key, action = jax.random.key(0), jnp.int32(2)
     assert len(GW.__all__) == 7  # gymnax 1.0.1's: a new one is added here
@@ -316,6 +318,10 @@ def test_every_gymnax_wrapper_runs_in_every_mode_it_accepts(gymnax_env, final_ob
             assert flat.observation_space(params).shape == obs.shape
             o, _, _, _, _, info = run(flat, lambda out: out[1])
             assert o.shape == obs.shape and info["final_observation"].size == final.size
+            shapes = []  # RolloutWrapper's, which resets an environment to read it
+            jax.eval_shape(lambda: shapes.append(
+                RolloutWrapper(env=env, env_params=params).input_shape))
+            assert shapes == [obs.shape]
         else:
             with pytest.raises(AssertionError, match="Only Box"):
                 GW.FlattenObservationWrapper(env).observation_space(params)
