@@ -248,6 +248,13 @@ def test_rollout_wrapper_plays_legal_moves_read_from_the_observation(gymnax_env)
     assert bool(space.contains(jax.tree.map(lambda x: x[0, 0], obs)))
 
 
+def test_an_illegal_action_is_replaced_by_the_next_legal_one():
+    mask = np.zeros(tt.NUM_ACTIONS, bool)
+    mask[[5, 300]] = True
+    replaced = [int(W._next_legal(mask, a)) for a in (3, 5, 6, 300, 400, -1)]
+    assert replaced == [5, 5, 300, 300, 5, 5]
+
+
 def test_rejects_bad_settings():
     with pytest.raises(ValueError, match="seat"):
         W.SingleAgent(seat=2)
