@@ -1,11 +1,11 @@
 """Trictrac where the JAX RL ecosystem's code expects it: pgx's own API checks on
-`tt.make("trictrac")`, and the PureJaxRL-style example (examples/purejaxrl_ppo.py) training
-on `gymnax.make("Trictrac-v1")`. (gymnax's wrappers on it: tests/test_wrappers.py; the
-engine importing neither: tests/test_layout.py.)"""
+`tt.make("trictrac")`, PureJaxRL's own ppo.py with the lines docs/api.md lists changed
+(examples/run_purejaxrl.py), and the PureJaxRL-style example (examples/purejaxrl_ppo.py),
+training on `gymnax.make("Trictrac-v1")`. (gymnax's wrappers on it: tests/test_wrappers.py;
+the engine importing neither: tests/test_layout.py.)"""
 import importlib.util
 import pathlib
 import sys
-import types
 from typing import Literal, get_args
 
 import jax
@@ -13,46 +13,23 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
-from trictrac_jax import render
-from trictrac_jax.state import State
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def save_svg(state: State, filename):
-    """pgx's `State.save_svg`, drawn by `render`: one game, or a batch as a grid."""
-    picture = render.svg(state) if np.ndim(state.current_player) == 0 else render.svg_grid(state)
-    pathlib.Path(filename).write_text(picture)
-
-
-class StateView(types.SimpleNamespace):
-    env_id = "trictrac"
-
-
-def without_is_chance(state: State) -> StateView:
-    """`state`'s fields but `is_chance`, and its `env_id`, as pgx's checks read a state."""
-    assert state.env_id == StateView.env_id
-    return StateView(**{k: v for k, v in vars(state).items() if k != "is_chance"})
-
-
 def test_pgx_api_checks(monkeypatch):
     """pgx's `api_test` (init, random games to their end, one at a time and in a batch, the
-    states' dtypes, rewards, step counts and masks), less what only pgx's own games have."""
+    states' dtypes, public fields, rewards, step counts and masks, the last states drawn by
+    their `save_svg`), with two of pgx's own defects patched, nothing of ours."""
     pgx = pytest.importorskip("pgx")  # the test extra installs it
     from pgx._src import api_test
     env = tt.make("trictrac", max_steps=None)  # pgx's checks play every game to its end
     assert isinstance(env, pgx.Env)
-    # pgx's ids are its own games' (the first check of `_validate_state`) ...
+    # pgx's defects: its list of ids is closed, its own games' (the first check of
+    # `_validate_state`) ...
     monkeypatch.setattr(api_test, "EnvId", Literal[get_args(api_test.EnvId) + ("trictrac",)])
-    # ... its list of a state's public fields lacks our chance flag, `is_chance` (pgx's own
-    # stochastic games keep theirs private) ...
-    validate = api_test._validate_state
-    monkeypatch.setattr(api_test, "_validate_state",
-                        lambda state: validate(without_is_chance(state)))
-    # ... and its visualiser draws its own games: the last states are drawn by ours.
-    monkeypatch.setattr(State, "save_svg", save_svg, raising=False)
-    # pgx 2.6's `act_randomly` samples along axis 1, which this jax refuses for one game's
-    # mask (pgx's own tic_tac_toe fails alike): one game's is sampled as a batch of one
+    # ... and pgx 2.6's `act_randomly` samples along axis 1, which this jax refuses for one
+    # game's mask (pgx's own tic_tac_toe fails alike): one game's is sampled as a batch of one
     act = api_test.act_randomly
     monkeypatch.setattr(api_test, "act_randomly", lambda key, mask: (
         act(key, mask[None])[0] if mask.ndim == 1 else act(key, mask)))
@@ -61,23 +38,52 @@ def test_pgx_api_checks(monkeypatch):
         env.step(env.init(jax.random.PRNGKey(0)), 1)
 
 
+def load_example(name: str, monkeypatch):
+    """examples/<name>.py as a module (registered: its dataclasses look it up there)."""
+    pytest.importorskip("gymnax")  # the test extra installs it
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    example = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, example)
+    spec.loader.exec_module(example)
+    return example
+
+
+TINY = ["--set", "NUM_ENVS=2", "--set", "NUM_STEPS=8", "--set", "TOTAL_TIMESTEPS=32", "--set",
+        "UPDATE_EPOCHS=1", "--set", "NUM_MINIBATCHES=2", "--seed", "0"]
+
+
+def test_purejaxrl_ppo_runs_with_the_documented_lines(capsys, monkeypatch):
+    """PureJaxRL's own ppo.py with docs/api.md's diff applied (mask-unaware, illegal actions
+    replaced): two updates of a tiny config, in one jit; its metrics count the illegal
+    actions."""
+    example = load_example("run_purejaxrl", monkeypatch)
+    out = example.main(TINY)
+    assert not {"distrax", "brax", "navix", "wrappers"} & set(sys.modules)  # stood in, gone
+    printed = capsys.readouterr().out
+    assert "won against random" in printed and "illegal actions, by tenth" in printed
+    train_state, metrics = out["runner_state"][0], out["metrics"]
+    assert int(train_state.step) == 2 * 1 * 2  # updates x epochs x minibatches
+    assert "timestep" in metrics  # PureJaxRL's LogWrapper's
+    assert metrics["illegal_action"].shape == (2, 8, 2)
+    # an untrained network that ignores the mask: most of its 514 actions are illegal
+    assert metrics["illegal_action"].mean() > 0.5
+    assert metrics["final_observation"].shape == (2, 8, 2)  # no final observation kept
+    with pytest.raises(ValueError, match="occur 0 times"):
+        example.apply_diff("import gymnax\n", "@@ -1 +1 @@\n-import gymnax as gx\n+import x\n")
+    with pytest.raises(SystemExit):
+        example.main(["--set", "NUM_ENV=2"])
+    assert "unknown key 'NUM_ENV'" in capsys.readouterr().err
+
+
 def test_purejaxrl_example_trains(capsys, monkeypatch):
     """examples/purejaxrl_ppo.py: two updates of a tiny config, in one jit."""
-    pytest.importorskip("gymnax")  # the test extra installs it
-    spec = importlib.util.spec_from_file_location("purejaxrl_ppo",
-                                                  ROOT / "examples" / "purejaxrl_ppo.py")
-    example = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, example)  # its dataclasses look it up there
-    spec.loader.exec_module(example)
-    out = example.main(["--set", "NUM_ENVS=2", "--set", "NUM_STEPS=8", "--set",
-                        "TOTAL_TIMESTEPS=32", "--set", "UPDATE_EPOCHS=1", "--set",
-                        "NUM_MINIBATCHES=2", "--seed", "0"])
+    example = load_example("purejaxrl_ppo", monkeypatch)
+    out = example.main(TINY)
     assert "won against random, by tenth of the updates:" in capsys.readouterr().out
     train_state, metrics = out["runner_state"][0], out["metrics"]
     assert int(train_state.step) == 2 * 1 * 2  # updates x epochs x minibatches
     assert all(np.isfinite(x).all() for x in jax.tree.leaves(train_state.params))
     assert metrics["returned_episode"].shape == (2, 8, 2)  # [updates, steps, envs]
-    assert "final_observation" not in metrics  # a lean info: scalars only
-    assert all(np.shape(x) == (2, 8, 2) for x in jax.tree.leaves(metrics))
+    assert all(np.shape(x) == (2, 8, 2) for x in jax.tree.leaves(metrics))  # scalars only
     with pytest.raises(SystemExit, match="unknown key 'NUM_ENV'"):
         example.parse_config(["NUM_ENV=2"])

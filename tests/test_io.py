@@ -247,7 +247,7 @@ EXPECTED = {
     "terminated": ((), np.bool_),
     "truncated": ((), np.bool_),
     "legal_action_mask": ((514,), np.bool_),
-    "is_chance": ((), np.bool_),
+    "_is_chance": ((), np.bool_),
     "_step_count": ((), np.int32),
     "_board": ((24,), np.int8),
     "_stage": ((), np.int32),

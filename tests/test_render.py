@@ -147,6 +147,25 @@ def test_svg_grid_places_every_board(game):
     assert render.svg_grid(game[:5], cols=2) == render.svg_grid(batch, cols=2)
 
 
+def test_states_draw_themselves_as_pgx_states_do(game, tmp_path):
+    """pgx's `to_svg`, `save_svg` and `_repr_html_` (a notebook's display) on our states:
+    one game as `svg`, a batch as `svg_grid`, the size times `scale`."""
+    state = game[3]
+    assert state.to_svg() == state._repr_html_() == render.svg(state)
+    batch = jax.tree.map(lambda *xs: jnp.stack(xs), *game[:5])
+    batch.save_svg(tmp_path / "batch.svg")
+    assert (tmp_path / "batch.svg").read_text() == render.svg_grid(batch)
+    root = ET.fromstring(state.to_svg(scale=0.5, color_theme="light"))
+    assert float(root.get("width")) == render.WIDTH / 2
+    assert float(root.get("height")) == render.HEIGHT / 2
+    assert root.get("viewBox") == f"0 0 {render.WIDTH} {render.HEIGHT}"
+    with pytest.raises(ValueError, match="one palette"):
+        state.to_svg(color_theme="dark")
+    with pytest.raises(ValueError, match="scale"):
+        state.save_svg(tmp_path / "none.svg", scale=0)
+    assert not (tmp_path / "none.svg").exists()
+
+
 def test_svg_animation_shows_one_frame_at_a_time(game):
     frames = game[:6]
     root = ET.fromstring(render.svg_animation(frames, seconds_per_frame=0.5))

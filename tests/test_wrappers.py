@@ -1,9 +1,10 @@
 """The single-agent environment (`trictrac_jax.wrappers`) under jit and vmap, as gymnax's own
 classes (`trictrac_jax.gymnax_env`) inside gymnax's own wrappers and `RolloutWrapper`: the
-opponent never moves for the learner, no illegal move is played, auto-reset keeps the final
-observation, episodes end at `max_steps_in_episode` learner steps, returns add up to the
-engine's rewards and to the score margins, seats and opponents are drawn per episode,
-gymnax's conventions hold."""
+opponent never moves for the learner, an illegal action is counted and (opted in) replaced
+by a legal one at its penalty, auto-reset keeps the final observation, episodes end at
+`max_steps_in_episode` learner steps, returns add up to the engine's rewards and to the score
+margins, seats and opponents are drawn per episode, gymnax's conventions hold, and every
+wrapper of gymnax runs on it in every observation mode it accepts."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -70,8 +71,7 @@ def episodes(done):
 @pytest.fixture(scope="module")
 def gymnax_env():
     pytest.importorskip("gymnax")  # the test extra installs it
-    from trictrac_jax import gymnax_env
-    gymnax_env.register()
+    from trictrac_jax import gymnax_env  # importing it registers Trictrac-v1
     gymnax_env.register()  # registering again is harmless
     return gymnax_env
 
@@ -79,18 +79,30 @@ def gymnax_env():
 @pytest.fixture(scope="module")
 def played(gymnax_env):
     """gymnax.make's environment in gymnax's FlattenObservationWrapper and LogWrapper, points
-    rewards, two opponents drawn per episode (random and first), a masked random learner:
-    the action space's sample among the legal actions read through the wrappers' state."""
+    rewards, two opponents drawn per episode (random and first), the view and the mask in
+    one Box ("flat"), illegal actions replaced, a learner that ignores the mask one step in
+    four (any of the 514 actions) and otherwise draws among the legal actions, read
+    through the wrappers' state."""
     import gymnax
     from gymnax.wrappers import FlattenObservationWrapper, LogWrapper
 
     env, params = gymnax.make("Trictrac-v1", reward="points", max_steps_in_episode=LIMIT,
-                              opponent=(tt.agents.random_agent, tt.agents.first_agent))
+                              opponent=(tt.agents.random_agent, tt.agents.first_agent),
+                              observation="flat", illegal_action="replace")
     env = LogWrapper(FlattenObservationWrapper(env))
 
-    def masked_random(keys, obs, state):
-        return jax.vmap(env.action_space(params).sample)(keys, env.legal_action_mask(state))
-    return env, params, rollout(env, masked_random, GAMES, STEPS, seed=0)
+    def sometimes_unaware(keys, obs, state):
+        space = env.action_space(params)
+        legal = jax.vmap(space.sample)(keys, env.legal_action_mask(state))
+        k_any, k_which = jax.random.split(keys[0])
+        return jnp.where(jax.random.uniform(k_which, legal.shape) < 0.25,
+                         jax.vmap(space.sample)(jax.random.split(k_any, len(keys))), legal)
+    return env, params, rollout(env, sometimes_unaware, GAMES, STEPS, seed=0)
+
+
+def view(obs):
+    """float32[..., 217]: the learner's view in a "flat" observation (the mask follows)."""
+    return obs[..., :tt.OBS_SIZE]
 
 
 def test_the_opponent_never_moves_for_the_learner(played):
@@ -99,11 +111,31 @@ def test_the_opponent_never_moves_for_the_learner(played):
     assert not before.game.done.any()
     np.testing.assert_array_equal(before.game.current_player, before.seat)
     assert not before.game.is_chance.any()
-    # the observation is the learner's, and so are the legal actions he played
-    np.testing.assert_array_equal(r["obs"], jax.vmap(jax.vmap(tt.observe))(before.game,
-                                                                            before.seat))
-    played = np.take_along_axis(before.game.legal_action_mask, r["action"][..., None], -1)
-    assert played.all(), "an illegal move"
+    # the observation is the learner's: his view, then the legal mask of his decision
+    np.testing.assert_array_equal(view(r["obs"]), jax.vmap(jax.vmap(tt.observe))(before.game,
+                                                                                  before.seat))
+    np.testing.assert_array_equal(r["obs"][..., tt.OBS_SIZE:], before.game.legal_action_mask)
+
+
+def test_illegal_actions_are_counted_and_replaced(played):
+    """Under `illegal_action="replace"` an illegal action is replaced by a legal one: the
+    game goes on (a game's end is never the learner's forfeit), `info["illegal_action"]`
+    marks the step, its reward loses the penalty, and the episode's count is returned at its
+    end, as the episode's length."""
+    _, _, (_, _, r) = played
+    before, info = r["before"].env_state, r["info"]
+    legal = np.take_along_axis(before.game.legal_action_mask, r["action"][..., None], -1)[..., 0]
+    np.testing.assert_array_equal(info["illegal_action"], ~legal)
+    assert 0.1 < (~legal).mean() < 0.4, (~legal).mean()  # a quarter of the steps, mostly illegal
+    lost = r["terminated"] & (info["outcome"] < 0)
+    assert lost.any() and (info["final_observation"][lost][:, HOLES[1]] >= 1).all()  # 12 holes
+    for g, start, end in episodes(r["terminated"] | r["truncated"]):
+        assert info["returned_episode_illegal_actions"][end, g] == (~legal[start:end + 1, g]).sum()
+
+
+def penalties(r):
+    """float32[steps, games]: the illegal actions' penalties taken from the rewards."""
+    return W.DEFAULT_ILLEGAL_PENALTY * r["info"]["illegal_action"]
 
 
 def test_seats_and_opponents_are_drawn_per_episode(played):
@@ -144,7 +176,7 @@ def test_returns_add_up_to_the_engine_rewards(played):
         assert outcome.sum() in ((1.0, -1.0) if r["terminated"][end, g] else (0.0,))
         rewards = r["reward"][start:end + 1, g]
         gained = score_margin(info["final_observation"][end, g]) - score_margin(r["obs"][start, g])
-        assert round(144 * rewards.sum()) == gained
+        assert round(144 * (rewards + penalties(r)[start:end + 1, g]).sum()) == gained
         assert info["returned_episode_returns"][end, g] == pytest.approx(rewards.sum(), abs=1e-5)
         assert info["returned_episode_lengths"][end, g] == end + 1 - start
     np.testing.assert_array_equal(info["returned_episode"], done)
@@ -176,11 +208,13 @@ def test_gymnax_classes_spaces_and_conventions(played):
     env, params, (obs, state, r) = played
     assert isinstance(env._env._env, environment.Environment)  # inside Log(Flatten(ours))
     assert isinstance(params, gymnax.EnvParams) and isinstance(state.env_state, gymnax.EnvState)
-    # a lean info: gymnax's keys, the outcome and LogWrapper's statistics, no legal mask
+    # a lean info: gymnax's keys, the outcome, the illegal action and LogWrapper's
+    # statistics, no legal mask
     info = r["info"]
     assert set(info) == {"terminated", "truncated", "final_observation", "discount", "outcome",
-                         "returned_episode", "returned_episode_returns",
-                         "returned_episode_lengths", "returned_episode_valid"}
+                         "illegal_action", "returned_episode", "returned_episode_returns",
+                         "returned_episode_lengths", "returned_episode_illegal_actions",
+                         "returned_episode_valid"}
     assert all(np.shape(v) == (STEPS, GAMES) for k, v in info.items() if k != "final_observation")
     np.testing.assert_array_equal(info["discount"], 1.0 - r["terminated"])
     space = env.observation_space(params)
@@ -214,9 +248,14 @@ def test_rollout_wrapper_plays_legal_moves_read_from_the_observation(gymnax_env)
     assert bool(space.contains(jax.tree.map(lambda x: x[0, 0], obs)))
 
 
+def test_an_illegal_action_is_replaced_by_the_next_legal_one():
+    mask = np.zeros(tt.NUM_ACTIONS, bool)
+    mask[[5, 300]] = True
+    replaced = [int(W._next_legal(mask, a)) for a in (3, 5, 6, 300, 400, -1)]
+    assert replaced == [5, 5, 300, 300, 5, 5]
+
+
 def test_rejects_bad_settings():
-    with pytest.raises(ValueError, match="max_steps"):
-        W.SingleAgent(env=tt.Trictrac(max_steps=None))
     with pytest.raises(ValueError, match="seat"):
         W.SingleAgent(seat=2)
     with pytest.raises(ValueError, match="reward"):
@@ -225,6 +264,10 @@ def test_rejects_bad_settings():
         W.SingleAgent(observation="masked")
     with pytest.raises(ValueError, match="max_steps_in_episode"):
         W.SingleAgent(max_steps_in_episode=0)
+    with pytest.raises(ValueError, match="illegal_action"):
+        W.SingleAgent(illegal_action="ignore")
+    with pytest.raises(ValueError, match="illegal_penalty"):
+        W.SingleAgent(illegal_action="replace", illegal_penalty=-1.0)
     with pytest.raises(ValueError, match="at least one"):
         W.agents_opponent()
     space = W.SingleAgent().observation_space()  # our own, duck-typed as gymnax's
@@ -234,3 +277,73 @@ def test_rejects_bad_settings():
            "action_mask": np.ones(tt.NUM_ACTIONS, bool)}
     assert bool(space.contains(obs))
     assert not bool(space.contains({**obs, "observation": -np.ones(tt.OBS_SIZE)}))
+
+
+def box_modes():
+    """The observation modes whose space is one Box (`FlattenObservationWrapper`'s)."""
+    return [mode for mode in W.OBSERVATIONS if mode != "dict"]
+
+
+@pytest.mark.parametrize("final_observation", [True, False])
+def test_every_gymnax_wrapper_runs_in_every_mode_it_accepts(gymnax_env, final_observation):
+    """Each of `gymnax.wrappers` on gymnax.make's Trictrac-v1 in each observation mode
+    (FlattenObservationWrapper and RolloutWrapper's `input_shape`: the Box ones;
+    FlattenObservationWrapper refuses the Dict), a reset and a step,
+    traced through the wrapper's code (`jax.eval_shape`: what a run computes, without
+    compiling it): the observations keep the environment's shapes, `info` keeps its keys."""
+    import gymnasium
+    import gymnax
+    from gymnax import wrappers as GW
+    from gymnax.experimental import RolloutWrapper
+
+    key, action = jax.random.key(0), jnp.int32(2)
+    assert len(GW.__all__) == 7  # gymnax 1.0.1's: a new one is added here
+    for mode in W.OBSERVATIONS:
+        env, params = gymnax.make("Trictrac-v1", observation=mode,
+                                  final_observation=final_observation)
+        obs = jax.eval_shape(env.reset, key, params)[0]
+        final = obs if final_observation else jax.ShapeDtypeStruct((), jnp.float32)
+        same = lambda x, want=obs: jax.tree.map(lambda a, b: (a.shape, a.dtype) == (
+            b.shape, b.dtype), x, want)
+
+        def run(wrapped, steps_into=lambda out: out):
+            state = jax.eval_shape(wrapped.reset, key, params)
+            return jax.eval_shape(wrapped.step, key, steps_into(state), action, params)
+
+        o, _, _, done, info = run(GW.LegacyStepAPIWrapper(env), lambda out: out[1])
+        assert all(jax.tree.leaves(same(o))) and done.dtype == jnp.bool_
+        for wrapped in (GW.LogWrapper(env), GW.StickyActionWrapper(env, 0.5)):
+            o, _, _, _, _, info = run(wrapped, lambda out: out[1])
+            assert all(jax.tree.leaves(same(o))) and all(jax.tree.leaves(same(
+                info["final_observation"], final)))
+            assert info["returned_episode_illegal_actions"].dtype == jnp.int32
+        timestep = run(GW.GymnaxToDmEnvWrapper(env))
+        assert all(jax.tree.leaves(same(timestep.observation)))
+        assert all(jax.tree.leaves(same(timestep.final_observation, final)))
+        if mode in box_modes():
+            flat = GW.FlattenObservationWrapper(env)
+            assert flat.observation_space(params).shape == obs.shape
+            o, _, _, _, _, info = run(flat, lambda out: out[1])
+            assert o.shape == obs.shape and info["final_observation"].size == final.size
+            shapes = []  # RolloutWrapper's, which resets an environment to read it
+            jax.eval_shape(lambda: shapes.append(
+                RolloutWrapper(env=env, env_params=params).input_shape))
+            assert shapes == [obs.shape]
+        else:
+            with pytest.raises(AssertionError, match="Only Box"):
+                GW.FlattenObservationWrapper(env).observation_space(params)
+        # gymnasium's: made and stepped in one traced function (they reset when made)
+        made = []
+
+        def gym():
+            made.append(GW.GymnaxToGymWrapper(env, params))
+            return made[-1].step(action)
+
+        def vector():
+            made.append(GW.GymnaxToVectorGymWrapper(env, 2, params))
+            return made[-1].step(jnp.zeros(2, jnp.int32))
+        o, reward, terminated, truncated, info = jax.eval_shape(gym)
+        assert all(jax.tree.leaves(same(o))) and set(info) >= {"illegal_action", "outcome"}
+        o = jax.eval_shape(vector)[0]
+        assert all(jax.tree.leaves(jax.tree.map(lambda a, b: a.shape == (2,) + b.shape, o, obs)))
+        assert all(isinstance(w.observation_space, gymnasium.spaces.Space) for w in made)

@@ -89,8 +89,8 @@ def new_game() -> State:
         current_player=jnp.int32(0), observation=jnp.zeros(OBS_SIZE, jnp.float32),
         rewards=jnp.zeros(2, jnp.float32), terminated=jnp.bool_(False),
         truncated=jnp.bool_(False), legal_action_mask=jnp.zeros(NUM_ACTIONS, bool),
-        is_chance=jnp.bool_(True), _step_count=jnp.int32(0), _board=jnp.asarray(INITIAL_BOARD),
-        _stage=jnp.int32(STAGE_IN_GAME), _turn_stage=jnp.int32(TS_ROLL_DICE),
+        _is_chance=jnp.bool_(True), _step_count=jnp.int32(0),
+        _board=jnp.asarray(INITIAL_BOARD), _stage=jnp.int32(STAGE_IN_GAME), _turn_stage=jnp.int32(TS_ROLL_DICE),
         _dice=zeros, _points=zeros, _holes=zeros, _can_bredouille=jnp.ones(2, bool),
         _can_big_bredouille=jnp.ones(2, bool), _dice_roll_count=zeros, _dice_points=zeros)
 
@@ -226,7 +226,7 @@ def _finish(state: State, max_steps: int | None, rolled: bool, observed: bool = 
     mask = state.legal_action_mask if rolled else jnp.zeros(NUM_ACTIONS, bool)
     mask = jnp.where(ended | truncated, True, mask)
     return state.replace(rewards=rewards.astype(jnp.float32), terminated=ended,
-                         truncated=truncated, is_chance=is_chance, legal_action_mask=mask,
+                         truncated=truncated, _is_chance=is_chance, legal_action_mask=mask,
                          observation=observe(state) if observed else state.observation)
 
 
@@ -244,7 +244,7 @@ def _forfeit(state: State) -> State:
     rewards = jnp.where(jnp.arange(2) == loser, -1.0, 1.0).astype(jnp.float32)
     return state.replace(rewards=rewards, terminated=jnp.bool_(True),
                          legal_action_mask=jnp.ones(NUM_ACTIONS, bool),
-                         is_chance=jnp.bool_(False))
+                         _is_chance=jnp.bool_(False))
 
 
 def _pick_up(state: State, reset_points) -> State:

@@ -1,12 +1,15 @@
-"""Trictrac-v1 of gymnax's own classes, registered with gymnax (needs gymnax; nothing else
-of the engine imports it).
+"""Trictrac-v1 of gymnax's own classes, registered with gymnax when this module is imported
+(needs gymnax; nothing else of the engine imports it).
 
     import gymnax
-    from trictrac_jax import gymnax_env
-    gymnax_env.register()
+    import trictrac_jax.gymnax_env                         # registers Trictrac-v1
     env, env_params = gymnax.make("Trictrac-v1")           # a random opponent
     env, env_params = gymnax.make("Trictrac-v1", opponent=tt.agents.greedy_agent,
                                   observation="dict", max_steps_in_episode=200)
+
+gymnax 1.0.1's `make` finds an environment only in the registry that `gymnax.register`
+fills in the running process (no entry points, no import by name): an import of this
+module is the least it takes.
 
 `GymnaxTrictrac` is `wrappers.SingleAgent` (the keywords, conventions and transitions are
 its) as a subclass of gymnax's `Environment`, its parameters and states subclasses of
@@ -52,7 +55,10 @@ class GymnaxTrictrac(wrappers.SingleAgent, environment.Environment):
 
 
 def register():
-    """Make `gymnax.make("Trictrac-v1", **SingleAgent's keywords)` build `GymnaxTrictrac`
-    (once: calling it again does nothing)."""
+    """Make `gymnax.make("Trictrac-v1", **SingleAgent's keywords)` build `GymnaxTrictrac`;
+    importing the module does it, and calling it again does nothing."""
     if GymnaxTrictrac.name not in gymnax.registered_envs:
         gymnax.register(GymnaxTrictrac.name, GymnaxTrictrac)
+
+
+register()

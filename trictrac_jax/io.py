@@ -131,7 +131,7 @@ def _fields_from_rows(rows: list[tuple], batched: bool) -> dict[str, np.ndarray]
         terminated=np.asarray(stage == STAGE_ENDED),
         truncated=np.zeros(lead, np.bool_),
         legal_action_mask=np.zeros(lead + (NUM_ACTIONS,), np.bool_),
-        is_chance=np.asarray((turn_stage == TS_ROLL_DICE) & (stage != STAGE_ENDED)),
+        _is_chance=np.asarray((turn_stage == TS_ROLL_DICE) & (stage != STAGE_ENDED)),
         _step_count=np.zeros(lead, np.int32),
     )
     return fields

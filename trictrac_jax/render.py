@@ -5,6 +5,7 @@
     render.svg_grid(states, 4)     # a batch (leading axis) or a list of games, 4 per row
     render.svg_animation(states)   # a game's states over time -> looping animated SVG
     print(render.text(state))
+    state.to_svg(), state.save_svg("game.svg")   # pgx's methods; a notebook shows a state
 
 The table is laid out as the reference engine prints it and as players sit at it: White at
 the bottom, fields 12..1 from left to right (his talon, field 1, at the bottom right), Black
@@ -14,6 +15,8 @@ each other at the left end, and the bar splits the small jans (1-6, 19-24) from 
 """
 from __future__ import annotations
 
+import pathlib
+import re
 from html import escape
 from typing import NamedTuple, Sequence
 
@@ -523,3 +526,38 @@ def _text(x, y, content: str, size: int, fill: str, anchor: str = "start", bold:
     style += f' class="{cls}"' if cls else ""
     return (f'<text x="{x}" y="{y}" font-size="{size}" fill="{fill}" text-anchor="{anchor}"'
             f'{style}>{content}</text>')
+
+
+# ---------------------------------------------------------------------------------------------
+#  pgx's drawing methods of a state
+# ---------------------------------------------------------------------------------------------
+
+
+def to_svg(state: State, *, color_theme: str | None = None, scale: float | None = None) -> str:
+    """pgx's `State.to_svg`: one game (`svg`), or a batch as a grid (`svg_grid`), its size
+    times `scale`. The table has one palette: `color_theme` is "light" or None."""
+    if color_theme not in (None, "light"):
+        raise ValueError(f"color_theme: the table has one palette, 'light'; got {color_theme!r}")
+    scale = 1.0 if scale is None else scale
+    if not scale > 0:
+        raise ValueError(f"scale must be positive, got {scale!r}")
+    picture = svg(state) if np.ndim(state.current_player) == 0 else svg_grid(state)
+    return re.sub(r'width="(\d+)" height="(\d+)"',  # the document's size: its first attributes
+                  lambda m: f'width="{float(m[1]) * scale:g}" height="{float(m[2]) * scale:g}"',
+                  picture, count=1)
+
+
+def save_svg(state: State, filename, *, color_theme: str | None = None,
+             scale: float | None = None) -> None:
+    """pgx's `State.save_svg`: `to_svg` written to `filename`."""
+    pathlib.Path(filename).write_text(to_svg(state, color_theme=color_theme, scale=scale))
+
+
+def _repr_html_(state: State) -> str:
+    """pgx's `State._repr_html_`: a notebook shows a state as its picture."""
+    return to_svg(state)
+
+
+# The state module cannot import its pictures (this module imports it): they are its methods
+# from here, and the package imports this module, so that every State has them.
+State.to_svg, State.save_svg, State._repr_html_ = to_svg, save_svg, _repr_html_

@@ -27,9 +27,11 @@ INITIAL_BOARD = np.array([15] + [0] * 22 + [-15], dtype=np.int8)  # int8[24]
 class State:
     """One Trictrac game.
 
-    Public fields follow pgx: `current_player`, `observation`, `rewards`, `terminated`,
-    `truncated`, `legal_action_mask`. Fields starting with `_` mirror the reference engine's
-    `GameState` (real board, never mirrored).
+    Public fields are pgx's: `current_player`, `observation`, `rewards`, `terminated`,
+    `truncated`, `legal_action_mask`. The chance flag is private, as in pgx's stochastic games
+    (read it as `is_chance`); the other fields starting with `_` mirror the reference
+    engine's `GameState` (real board, never mirrored). `render` gives it pgx's `to_svg`,
+    `save_svg` and `_repr_html_`.
     """
 
     current_player: jax.Array  # colour to act (0 White, 1 Black)
@@ -38,7 +40,7 @@ class State:
     terminated: jax.Array
     truncated: jax.Array
     legal_action_mask: jax.Array  # bool[514]
-    is_chance: jax.Array  # True while waiting for the dice (afterstate)
+    _is_chance: jax.Array  # True while waiting for the dice (afterstate)
     _step_count: jax.Array  # decisions taken so far
     _board: jax.Array  # int8[24]: >0 White, <0 Black; index i = field i+1
     _stage: jax.Array  # int32, STAGE_*
@@ -55,6 +57,12 @@ class State:
     def env_id(self) -> str:
         """The environment's id "trictrac" (pgx's `State.env_id`)."""
         return "trictrac"
+
+    @property
+    def is_chance(self) -> jax.Array:
+        """bool[...]: waiting for the dice (an afterstate, between `step_deterministic` and
+        `chance_step`)."""
+        return self._is_chance
 
     @property
     def done(self) -> jax.Array:

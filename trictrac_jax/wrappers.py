@@ -14,25 +14,32 @@ decisions in a row after Go, or after bearing off his last checker) is part of o
         env.step, (0, 0, 0, None))(keys, state, actions, params)
 
 Nothing here imports gymnax; `trictrac_jax.gymnax_env` (which does) makes the same
-environment of gymnax's own classes (`Environment`, `EnvParams`, `EnvState`, spaces) and
-registers it: `gymnax.make("Trictrac-v1", **SingleAgent's keywords)`.
+environment of gymnax's own classes (`Environment`, `EnvParams`, `EnvState`, spaces) and,
+imported, registers it: `gymnax.make("Trictrac-v1", **SingleAgent's keywords)`.
 
 Conventions, as gymnax 1.0's `Environment`:
 * `step` auto-resets: after a finished episode (`terminated | truncated`) the returned
   observation and state start the next one; `info["final_observation"]` is the learner's
-  view of the finished one (`final_observation=False` leaves it out of `info`; gymnax's
-  `FlattenObservationWrapper` reads it). `step_env` and `reset_env` are the transitions
+  observation of the finished one (`final_observation=False`: a float32 0.0 in its
+  place, for code that keeps every step's `info`; gymnax's `FlattenObservationWrapper` and
+  `GymnaxToDmEnvWrapper` read the key). `step_env` and `reset_env` are the transitions
   without the reset.
-* The legal actions, where generic code looks for them: with `observation="dict"` every
-  observation is `{"observation": float32[217], "action_mask": bool[514]}` (PettingZoo's and
-  jumanji's `action_mask`) and the observation space a matching `Dict`;
-  `action_space(params).sample(key, mask)` draws a uniform legal action (gymnasium's
-  `Discrete.sample(mask=...)`), `sample(key)` any of the 514; `state.legal_action_mask` is
-  pgx's, and `env.legal_action_mask(state)` reads it through gymnax wrappers' states too.
-  It is all True once a game is over, as the engine's; an illegal action loses the game.
+* The observation (`OBSERVATIONS`): the view alone ("array", the default), the view and the
+  legal mask side by side in one Box ("flat", for code that takes one array, as gymnax's
+  `FlattenObservationWrapper` and PureJaxRL), or both in a Dict ("dict": `{"observation",
+  "action_mask"}`, PettingZoo's and jumanji's `action_mask`).
+* The legal actions: `action_space(params).sample(key, mask)` draws a uniform legal action
+  (gymnasium's `Discrete.sample(mask=...)`), `sample(key)` any of the 514;
+  `state.legal_action_mask` is pgx's, and `env.legal_action_mask(state)` reads it through
+  gymnax wrappers' states too. It is all True once a game is over, as the engine's.
+* An illegal action (`ILLEGAL_ACTIONS`) loses the game, as in the engine ("lose"), or, for
+  code that ignores the mask, is replaced by the first legal action after it (in the
+  actions' order, cyclically) at a penalty of `illegal_penalty` taken from the step's
+  reward ("replace"). Either way `info` counts it.
 * Time: `EnvParams.max_steps_in_episode` counts the learner's steps (`state.time`), after
-  which an episode is truncated; the engine's `max_steps` (`env`) bounds the decisions of
-  both colours, and so the opponent's turns.
+  which an episode is truncated: about twice as many decisions of both colours. It is the
+  one limit: the default engine has no `max_steps` (an engine given with one also
+  truncates a game after that many decisions of both colours).
 * Observations, rewards and legal actions are the learner's: `observe(game, seat)`, his
   rewards (`reward`: "outcome", +1 / -1 when the game is won or lost, the engine's; or
   "points", the score margin he gained over the step / `margin_scale`, as the AlphaZero
@@ -40,9 +47,10 @@ Conventions, as gymnax 1.0's `Environment`:
 * `info` (a few scalars but `final_observation`): "terminated", "truncated", "discount"
   (gymnax's: 0.0 at a terminal step, else 1.0), "outcome" (the learner's engine reward
   whatever `reward` says: +1 / -1 on the step that ends a game he won or lost, else 0), and
-  gymnax's `LogWrapper` statistics: "returned_episode" marks the step that ended an episode,
-  "returned_episode_returns" and "returned_episode_lengths" are those of the last finished
-  one, "returned_episode_valid" once there is one.
+  "illegal_action" (the learner's action was illegal), and gymnax's `LogWrapper` statistics:
+  "returned_episode" marks the step that ended an episode, "returned_episode_returns",
+  "returned_episode_lengths" and "returned_episode_illegal_actions" are those of the last
+  finished one, "returned_episode_valid" once there is one.
 
 Opponents are agents `(key, state) -> action` (`agents`, `network_agents.load_agent`), or an
 `Opponent` whose action may depend on parameters passed in `EnvParams.opponent`: the
@@ -65,9 +73,21 @@ from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State, score_lead
 # The learner's rewards: the engine's +1 / -1 of a won or lost game, or the points margin
 # gained over the step (module docstring).
 REWARDS = ("outcome", "points")
-# float32[217], or {"observation": float32[217], "action_mask": bool[514]}
-OBSERVATIONS = ("array", "dict")
-DEFAULT_MAX_STEPS_IN_EPISODE = 500  # the learner's, half the engine's 1000 of both colours
+# The learner's observation, by `observation`: his view of the game (`observe`, float32[217])
+# and the legal mask of his decision (bool[514]).
+OBSERVATIONS = {
+    "array": "float32[217]: the view alone (a Box)",
+    "flat": "float32[731]: the view, then the legal mask as 0.0 / 1.0 (one Box)",
+    "dict": '{"observation": float32[217], "action_mask": bool[514]} (a Dict)',
+}
+FLAT_SIZE = OBS_SIZE + NUM_ACTIONS
+# What an illegal action of the learner does, by `illegal_action`.
+ILLEGAL_ACTIONS = {
+    "lose": "the engine's rule: he loses the game (-1)",
+    "replace": "the first legal action after it is played instead, at `illegal_penalty`",
+}
+DEFAULT_ILLEGAL_PENALTY = 0.01  # a hundredth of a game: taken from that step's reward
+DEFAULT_MAX_STEPS_IN_EPISODE = 500  # the learner's steps: about 1000 decisions of both colours
 
 
 class Discrete:
@@ -171,8 +191,10 @@ class EnvState:
     seat: jax.Array  # int32, the learner's colour this episode (0 White, 1 Black)
     opponent: jax.Array  # int32, this episode's opponent (`Opponent.count`)
     episode_return: jax.Array  # float32, the learner's rewards so far this episode
+    illegal_actions: jax.Array  # int32, the learner's illegal actions so far this episode
     returned_episode_return: jax.Array  # float32, of the last finished episode
     returned_episode_length: jax.Array  # int32, of the last finished episode
+    returned_episode_illegal_actions: jax.Array  # int32, of the last finished episode
     returned_episode_valid: jax.Array  # bool, some episode has finished
 
     @property
@@ -183,6 +205,20 @@ class EnvState:
 
 def _select(pred, a, b):
     return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
+
+
+def _is_legal(mask, action) -> jax.Array:
+    """bool: `action` is in 0..513 and legal in `mask` bool[514]."""
+    action = jnp.asarray(action, jnp.int32)
+    return mask[jnp.clip(action, 0, NUM_ACTIONS - 1)] & (action >= 0) & (action < NUM_ACTIONS)
+
+
+def _next_legal(mask, action) -> jax.Array:
+    """int32: the first legal action in `mask` bool[514] after `action`, in the actions'
+    order, cyclically. Which move replaces an illegal action still depends on the action,
+    so that a policy that ignores the mask chooses its move at every step."""
+    after = (jnp.arange(NUM_ACTIONS) - jnp.asarray(action, jnp.int32)) % NUM_ACTIONS
+    return jnp.argmin(jnp.where(mask, after, NUM_ACTIONS)).astype(jnp.int32)
 
 
 class _Turns(NamedTuple):
@@ -204,9 +240,12 @@ class SingleAgent:
     `opponent`: an agent `(key, state) -> action`, a sequence of agents (one drawn per
     episode) or an `Opponent`. `seat`: the learner's colour, 0 White or 1 Black; None draws
     it per episode. `reward`: "outcome" or "points" (module docstring). `env`: the engine,
-    whose `max_steps` bounds every game and so the opponent's turns. `observation`: "array"
-    (float32[217]) or "dict" (with the legal mask). `max_steps_in_episode`: the default
-    parameters' (the learner's steps). `final_observation`: whether `info` holds it.
+    whose `max_steps`, if any, truncates a game after that many decisions of both colours
+    (the default has none: `max_steps_in_episode` is the time limit). `observation`: one of
+    `OBSERVATIONS`. `illegal_action`: one of `ILLEGAL_ACTIONS`, "replace" taking
+    `illegal_penalty` from the step's reward. `max_steps_in_episode`: the default parameters'
+    (the learner's steps). `final_observation`: whether `info["final_observation"]` is the
+    finished episode's last observation (else a float32 0.0 in its place).
     """
 
     name = "Trictrac-v1"  # gymnax's `Environment.name`
@@ -217,11 +256,11 @@ class SingleAgent:
 
     def __init__(self, opponent: Opponent | Callable | Sequence[Callable] = agents.random_agent,
                  seat: int | None = None, reward: str = "outcome", margin_scale: float = 144.0,
-                 env: Trictrac = Trictrac(), observation: str = "array",
+                 env: Trictrac = Trictrac(max_steps=None), observation: str = "array",
+                 illegal_action: str = "lose",
+                 illegal_penalty: float = DEFAULT_ILLEGAL_PENALTY,
                  max_steps_in_episode: int = DEFAULT_MAX_STEPS_IN_EPISODE,
                  final_observation: bool = True):
-        if env.max_steps is None:
-            raise ValueError("SingleAgent needs an env with max_steps, to bound the games")
         if seat not in (None, 0, 1):
             raise ValueError(f"seat: 0 (White), 1 (Black) or None (drawn), got {seat!r}")
         if reward not in REWARDS:
@@ -230,6 +269,11 @@ class SingleAgent:
             raise ValueError(f"margin_scale: must be > 0, got {margin_scale!r}")
         if observation not in OBSERVATIONS:
             raise ValueError(f"observation: one of {list(OBSERVATIONS)}, got {observation!r}")
+        if illegal_action not in ILLEGAL_ACTIONS:
+            raise ValueError(f"illegal_action: one of {list(ILLEGAL_ACTIONS)}, "
+                             f"got {illegal_action!r}")
+        if not illegal_penalty >= 0:
+            raise ValueError(f"illegal_penalty: must be >= 0, got {illegal_penalty!r}")
         if not isinstance(max_steps_in_episode, int) or max_steps_in_episode < 1:
             raise ValueError(f"max_steps_in_episode: a positive int, got {max_steps_in_episode!r}")
         if not isinstance(opponent, Opponent):
@@ -237,7 +281,16 @@ class SingleAgent:
                 else agents_opponent(opponent)
         self.opponent, self.seat, self.reward = opponent, seat, reward
         self.margin_scale, self.env, self.observation = margin_scale, env, observation
+        self.illegal_action, self.illegal_penalty = illegal_action, illegal_penalty
         self.max_steps_in_episode, self.final_observation = max_steps_in_episode, final_observation
+
+    # Environments of equal settings are equal (a static argument of `jit`): a copy, as
+    # gymnax's Gym wrappers make, shares the compiled `step` of its original.
+    def __eq__(self, other):
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __hash__(self):
+        return hash(tuple(sorted(vars(self).items())))
 
     # --- gymnax's interface ---------------------------------------------------------------
 
@@ -252,11 +305,13 @@ class SingleAgent:
         return self.discrete_space(NUM_ACTIONS)
 
     def observation_space(self, params: EnvParams | None = None) -> Box | Dict:
-        """Box float32[217], or with `observation="dict"` a Dict of it ("observation") and
-        of the legal mask ("action_mask", a bool Box[514])."""
+        """`OBSERVATIONS`: a Box float32[217] ("array") or float32[731] ("flat"), or a Dict
+        of the view ("observation") and of the legal mask ("action_mask", a bool Box[514])."""
         features = self.box_space(0.0, OBS_HIGH, (OBS_SIZE,), jnp.float32)
         if self.observation == "array":
             return features
+        if self.observation == "flat":
+            return self.box_space(0.0, OBS_HIGH, (FLAT_SIZE,), jnp.float32)
         return self.dict_space({"observation": features,
                                 "action_mask": self.box_space(0, 1, (NUM_ACTIONS,), jnp.bool_)})
 
@@ -284,44 +339,53 @@ class SingleAgent:
         params = self.default_params if params is None else params
         k_new, k_play = jax.random.split(key)
         new = self._new_episode(k_new, state)
-        state, finished, reward, outcome = self._play(k_play, state, action, new, params)
+        state, finished, reward, outcome, illegal = self._play(k_play, state, action, new,
+                                                               params)
         terminated = self.is_terminated(finished, params)
         truncated = self.is_truncated(finished, params)
         info = {"terminated": terminated, "truncated": truncated,
                 "discount": self.discount(finished, params), "outcome": outcome,
+                "illegal_action": illegal,
                 "returned_episode": terminated | truncated,
                 "returned_episode_returns": state.returned_episode_return,
                 "returned_episode_lengths": state.returned_episode_length,
-                "returned_episode_valid": state.returned_episode_valid}
-        if self.final_observation:
-            info["final_observation"] = self.get_obs(finished)
+                "returned_episode_illegal_actions": state.returned_episode_illegal_actions,
+                "returned_episode_valid": state.returned_episode_valid,
+                # gymnax's FlattenObservationWrapper and GymnaxToDmEnvWrapper read the key; a
+                # scalar in its place, as code that reshapes `info` to minibatches takes it
+                "final_observation": self.get_obs(finished) if self.final_observation
+                else jnp.float32(0.0)}
         return self.get_obs(state), state, reward, terminated, truncated, info
 
     def reset_env(self, key, params: EnvParams) -> tuple[Any, EnvState]:
         """gymnax's reset hook: a new episode, played until the learner's first decision."""
         k_new, k_play = jax.random.split(key)
-        zero = jnp.zeros((), jnp.float32)
+        zero, none = jnp.zeros((), jnp.float32), jnp.int32(0)
         blank = self.state_type(
-            time=jnp.int32(0), game=new_game(), seat=jnp.int32(0), opponent=jnp.int32(0),
-            episode_return=zero, returned_episode_return=zero,
-            returned_episode_length=jnp.int32(0), returned_episode_valid=jnp.bool_(False))
-        state, _, _, _ = self._play(k_play, self._new_episode(k_new, blank), None, None, params)
+            time=none, game=new_game(), seat=none, opponent=none, episode_return=zero,
+            illegal_actions=none, returned_episode_return=zero, returned_episode_length=none,
+            returned_episode_illegal_actions=none, returned_episode_valid=jnp.bool_(False))
+        state, _, _, _, _ = self._play(k_play, self._new_episode(k_new, blank), None, None, params)
         return self.get_obs(state), state
 
     def step_env(self, key, state: EnvState, action, params: EnvParams):
         """gymnax's transition hook, without the reset: (obs, state, reward, terminated,
         info); `is_truncated(state, params)` tells a truncation."""
-        state, _, reward, outcome = self._play(key, state, action, None, params)
+        state, _, reward, outcome, illegal = self._play(key, state, action, None, params)
         return (self.get_obs(state), state, reward, self.is_terminated(state, params),
-                {"discount": self.discount(state, params), "outcome": outcome})
+                {"discount": self.discount(state, params), "outcome": outcome,
+                 "illegal_action": illegal})
 
     def get_obs(self, state: EnvState, params: EnvParams | None = None, key=None):
-        """The learner's observation of `state`: float32[217], or with `observation="dict"`
-        {"observation": float32[217], "action_mask": bool[514]}."""
-        features = observe(state.game, state.seat)
+        """The learner's observation of `state`, in the form `observation` names (one of
+        `OBSERVATIONS`: float32[217], float32[731], or {"observation": float32[217],
+        "action_mask": bool[514]})."""
+        features, mask = observe(state.game, state.seat), state.game.legal_action_mask
         if self.observation == "array":
             return features
-        return {"observation": features, "action_mask": state.game.legal_action_mask}
+        if self.observation == "flat":
+            return jnp.concatenate([features, mask.astype(jnp.float32)], -1)
+        return {"observation": features, "action_mask": mask}
 
     def is_terminated(self, state: EnvState, params: EnvParams | None = None) -> jax.Array:
         """bool: the game is over, won or lost (an illegal action loses it)."""
@@ -330,8 +394,8 @@ class SingleAgent:
     is_terminal = is_terminated  # gymnax < 1.0's name
 
     def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
-        """bool: the episode stopped unfinished, at `max_steps_in_episode` learner steps or
-        at the engine's `max_steps`."""
+        """bool: the episode stopped unfinished, at `max_steps_in_episode` learner steps (or
+        at the engine's `max_steps`, if it has one)."""
         return ~state.game.terminated & (state.game.truncated |
                                          (state.time >= params.max_steps_in_episode))
 
@@ -356,13 +420,16 @@ class SingleAgent:
         return last.replace(time=jnp.int32(0), game=self.env.init(k_game),
                             seat=seat.astype(jnp.int32),
                             opponent=jax.random.randint(k_opponent, (), 0, self.opponent.count),
-                            episode_return=jnp.zeros((), jnp.float32))
+                            episode_return=jnp.zeros((), jnp.float32),
+                            illegal_actions=jnp.int32(0))
 
     def _play(self, key, state: EnvState, action, new: EnvState | None, params: EnvParams):
-        """(state, finished, reward, outcome): the learner's `action` (None: no move, the
-        opening of a new episode), then the opponent's turns until the learner is to move or
-        the game is over; `finished` is the state after them, `reward` the learner's and
-        `outcome` his engine rewards (+1 / -1 if the game ended). With `new` (auto-reset),
+        """(state, finished, reward, outcome, illegal): the learner's `action` (None: no
+        move, the opening of a new episode; an illegal one replaced by a legal one under
+        `illegal_action="replace"`), then the opponent's turns until the learner is to move
+        or the game is over; `finished` is the state after them, `reward` the learner's,
+        `outcome` his engine rewards (+1 / -1 if the game ended) and `illegal` whether his
+        action was illegal. With `new` (auto-reset),
         an episode that ends (its game over, or its learner's steps at
         `max_steps_in_episode`) is replaced by `new`, whose opponent then opens if he is
         White, and `state` is that new episode.
@@ -371,6 +438,11 @@ class SingleAgent:
         move is its first iteration, and the new episode's opening its last ones."""
         time_up = jnp.bool_(False) if action is None else (
             state.time + 1 >= params.max_steps_in_episode)
+        illegal = jnp.bool_(False) if action is None else ~_is_legal(
+            state.game.legal_action_mask, action)
+        if action is not None and self.illegal_action == "replace":
+            action = jnp.where(illegal, _next_legal(state.game.legal_action_mask, action),
+                               action)
 
         def going(c: _Turns):
             return c.first | (~c.game.done & (c.game.current_player != c.seat))
@@ -397,23 +469,31 @@ class SingleAgent:
             jnp.bool_(False), state.game, jnp.zeros((), jnp.float32), key))
         finished = _select(c.ended, c.final, c.game)
         if action is None:  # an opening: no step of the learner's
-            return state.replace(game=c.game), state.replace(game=finished), c.gained, c.gained
+            return (state.replace(game=c.game), state.replace(game=finished), c.gained,
+                    c.gained, illegal)
         if self.reward == "outcome":
             reward = c.gained
         else:
             reward = (score_lead(finished, state.seat) - score_lead(state.game, state.seat)
                       ) / self.margin_scale
+        if self.illegal_action == "replace":
+            reward = reward - jnp.where(illegal, jnp.float32(self.illegal_penalty), 0.0)
         ended = finished.done | time_up
         time, episode_return = state.time + 1, state.episode_return + reward
+        illegal_actions = state.illegal_actions + illegal
         finished = state.replace(
             time=time, game=finished, episode_return=episode_return,
+            illegal_actions=illegal_actions,
             returned_episode_return=jnp.where(ended, episode_return,
                                               state.returned_episode_return),
             returned_episode_length=jnp.where(ended, time, state.returned_episode_length),
+            returned_episode_illegal_actions=jnp.where(
+                ended, illegal_actions, state.returned_episode_illegal_actions),
             returned_episode_valid=state.returned_episode_valid | ended)
         if new is None:
-            return finished, finished, reward, c.gained
+            return finished, finished, reward, c.gained, illegal
         started = finished.replace(time=jnp.where(c.ended, 0, time), game=c.game, seat=c.seat,
                                    opponent=c.opponent,
-                                   episode_return=jnp.where(c.ended, 0.0, episode_return))
-        return started, finished, reward, c.gained
+                                   episode_return=jnp.where(c.ended, 0.0, episode_return),
+                                   illegal_actions=jnp.where(c.ended, 0, illegal_actions))
+        return started, finished, reward, c.gained, illegal

@@ -120,7 +120,7 @@ def violations(env: Trictrac, prev: State, op, action, outcome, nxt: State):
     win_loss = jnp.sort(nxt.rewards)
     forfeit = (nxt.terminated & (nxt.rewards[mover] == -1) & (nxt.rewards[1 - mover] == 1)
                & _unchanged(prev, nxt.replace(terminated=prev.terminated,
-                                              is_chance=prev.is_chance,
+                                              _is_chance=prev._is_chance,
                                               legal_action_mask=prev.legal_action_mask)))
     ok = {
         "checkers": jnp.all((count >= 1) & (count <= NUM_CHECKERS))

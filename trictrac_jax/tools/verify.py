@@ -69,7 +69,7 @@ def read_jsonl(path: str):
 def _make_kernels(env: Trictrac):
     def roll(state, dice):
         jans, listed = scoring.roll_details(state, dice)
-        rolled = env.chance_step(state.replace(is_chance=jnp.bool_(True)), dice_to_outcome(dice))
+        rolled = env.chance_step(state.replace(_is_chance=jnp.bool_(True)), dice_to_outcome(dice))
         return rolled, jans, listed
 
     def decide(state, action):
