@@ -80,7 +80,7 @@ OBSERVATIONS = {
     "flat": "float32[731]: the view, then the legal mask as 0.0 / 1.0 (one Box)",
     "dict": '{"observation": float32[217], "action_mask": bool[514]} (a Dict)',
 }
-FLAT_SIZE = OBS_SIZE + NUM_ACTIONS
+FLAT_SIZE = OBS_SIZE + NUM_ACTIONS  # 731: the length of the "flat" observation
 # What an illegal action of the learner does, by `illegal_action`.
 ILLEGAL_ACTIONS = {
     "lose": "the engine's rule: he loses the game (-1)",
