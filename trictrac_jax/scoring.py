@@ -31,7 +31,7 @@ POINTS_PER_HOLE = 12
 
 class RollJans(NamedTuple):
     """The jans of one roll. `ways[j]` is the number of ways jan j is made. Arrays have the
-    board's trailing game axes (none for one position, see moves.py)."""
+    board's trailing game axes (none for one position, see the moves package)."""
 
     ways: jnp.ndarray  # int32[13]
     points: jnp.ndarray  # int32[2]: [roller, opponent]
@@ -116,7 +116,7 @@ def _reaching(board, dice, c: moves.Candidates):
     origin once)."""
     listed = c.listed
     n, dest = _missing_for_quarter(board)
-    dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see moves.py)
+    dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see the moves package)
     # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
     chained = listed[1] == listed[2]
     origin_a = jnp.where(listed[1] == dest, listed[0], 0)
