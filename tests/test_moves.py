@@ -54,6 +54,26 @@ def test_no_legal_move_leaves_the_empty_action(lowering):
         assert set(np.flatnonzero(mask)) == {empty}
 
 
+def test_in_hold_or_go_the_move_actions_and_go_without_the_empty_action():
+    """HoldOrGoChoice: Go is legal, the legal moves too, and no empty action when there is
+    none (quirk 16)."""
+    moves_mask = np.zeros(514, bool)
+    moves_mask[256] = True
+    mask = np.asarray(moves.decision_mask(np.array([4, 3]), moves_mask, True, True))
+    assert set(np.flatnonzero(mask)) == {moves.GO, 256}
+    mask = np.asarray(moves.decision_mask(np.array([4, 3]), np.zeros(514, bool), False, True))
+    assert set(np.flatnonzero(mask)) == {moves.GO}
+
+
+def test_the_corner_by_effect_with_a_double_needs_one_checker():
+    """The empty own corner is reachable directly with an own checker 12 - d away for each
+    die; with a double the one checker on 6 counts for both dice (quirk 13)."""
+    assert bool(moves.can_take_corner_by_effect(view({6: 1}), np.array([6, 6])))
+    assert not bool(moves.can_take_corner_by_effect(view({6: 1}), np.array([6, 5])))
+    assert bool(moves.can_take_corner_by_effect(view({6: 1, 7: 1}), np.array([6, 5])))
+    assert not bool(moves.can_take_corner_by_effect(view({6: 1, 7: 1, 12: 2}), np.array([6, 5])))
+
+
 def test_the_own_corner_is_taken_with_two_checkers_at_once(lowering):
     """Checkers on 6 and 7, 6-5: both reach the empty corner 12 (6 -> 12 and 7 -> 12, in
     either die order); one alone may not take it, nor pass through it in a tout d'une

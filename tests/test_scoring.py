@@ -7,7 +7,7 @@ the points [roller, opponent], and checks the engine finds exactly those.
 import numpy as np
 import pytest
 
-from tests.positions import LOWERINGS, jans, view
+from tests.positions import LOWERINGS, jans, legal_pairs, view
 from trictrac_jax import scoring
 
 FAR = {24: 2}  # an opponent who can fill no quarter, far from the roller's checkers
@@ -62,6 +62,22 @@ def test_a_tout_d_une_never_hits_on_a_rest_corner(lowering):
     taken (6 -> 12 alone), 1 -> 7 -> 13 ends there, so the roll is helpless."""
     made, _ = jans(lowering, view({1: 1}, {13: 1, 24: 2}), (6, 6))
     assert not {"TrueHitBigJan", "FalseHitBigJan"} & set(made)
+
+
+def test_a_corner_checker_hits_though_it_may_not_leave(lowering):
+    """The own corner holds 2: 12 + 3 onto a single checker on 15 is a hit, though a
+    checker may not leave the corner alone (quirk 12)."""
+    assert jans(lowering, view({1: 2, 12: 2}, {15: 1, 24: 2}), (3, 1)) == (
+        {"TrueHitBigJan": 1}, (2, 0))
+
+
+def test_the_corner_taken_par_puissance_plays_neither_die(lowering):
+    """Checkers on 7 and 8, 6-5, fields 14, 18 and 19 closed: taking the corner par
+    puissance is the only legal sequence, and it moves each checker one field short of its
+    die: neither die is played, HelplessMan (2 points, some sequence exists; quirk 2)."""
+    board = view({7: 1, 8: 1}, {14: 2, 18: 2, 19: 2})
+    assert legal_pairs(lowering, board, (6, 5)) == {(7, 12, 8, 12)}
+    assert jans(lowering, board, (6, 5)) == ({"HelplessMan": 1}, (0, 2))
 
 
 def test_filling_a_quarter_with_its_last_checker_counts_one_way_per_origin(lowering):
