@@ -111,10 +111,13 @@ def _missing_for_quarter(board):
 
 def _reaching(board, dice, c: moves.Candidates):
     """(missing, reaching): the checkers missing from the quarter being filled
-    (`_missing_for_quarter`), and 5 masks uint8[N, *lanes]: the candidate's listed pair
-    brings a checker to the missing field from the k-th possible origin (each distinct
-    origin once)."""
-    listed = c.listed
+    (`_missing_for_quarter`), and 5 masks uint8[N, *lanes]: the candidate's pair brings a
+    checker to the missing field from the k-th possible origin (each distinct origin once).
+
+    Read off the pair as generated, not as listed: they differ only for two bear-offs
+    (`Candidates.swapped`), which bring no checker to a field.
+    """
+    listed = c.pair
     n, dest = _missing_for_quarter(board)
     dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see the moves package)
     # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
@@ -175,7 +178,8 @@ def _filled_quarter_total(board, found: moves.Found):
 
 
 def _plays(seq, die):
-    """uint8[N, *lanes]: a move of the listed pairs `seq` int8[4, N, *lanes] plays `die`."""
+    """uint8[N, *lanes]: a move of the pairs `seq` int8[4, N, *lanes] plays `die` (either
+    move: the same for a pair as generated and as listed)."""
     frm, to = seq[0::2], seq[1::2]  # [2, N, *lanes]: both moves of each pair
     doable = ((to == 0) & (OFF - frm <= die)) | ((frm < to) & (to - frm == die))
     return jnp.any(doable, axis=0).astype(jnp.uint8)
@@ -186,7 +190,7 @@ def _roll_probes(board, dice, dice8, c: moves.Candidates, filling) -> moves.Prob
     legal sequence plays each die (`dice8`: the dice, int8), and the filling sequences'
     `_filling_probes`."""
     any_masks, count = _filling_probes(board, dice, c, filling)
-    return moves.Probes(in_legal=(_plays(c.listed, dice8[0]), _plays(c.listed, dice8[1])),
+    return moves.Probes(in_legal=(_plays(c.pair, dice8[0]), _plays(c.pair, dice8[1])),
                     any=tuple(any_masks), count=count)
 
 
