@@ -17,7 +17,7 @@ from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax.board import NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lowering import game_minor, kernel_boundary, lookup
+from trictrac_jax.lowering import current, game_minor, kernel_boundary, lookup
 
 # Jan indices, in the reference's declaration order (the rows of `JAN_TABLE`).
 (FILLED_QUARTER, TRUE_HIT_SMALL, TRUE_HIT_BIG, TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES,
@@ -114,10 +114,10 @@ def _reaching(board, dice, c: moves.Candidates):
     (`_missing_for_quarter`), and 5 masks uint8[N, *lanes]: the candidate's pair brings a
     checker to the missing field from the k-th possible origin (each distinct origin once).
 
-    Read off the pair as generated, not as listed: they differ only for two bear-offs
-    (`Candidates.swapped`), which bring no checker to a field.
+    Either pair (`_probed_pairs`): they differ only for two bear-offs, which bring no
+    checker to a field.
     """
-    listed = c.pair
+    listed = _probed_pairs(c)
     n, dest = _missing_for_quarter(board)
     dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see the moves package)
     # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
@@ -177,6 +177,16 @@ def _filled_quarter_total(board, found: moves.Found):
                       [some_seq.astype(jnp.int32), one_missing, found.count], 0)
 
 
+def _probed_pairs(c: moves.Candidates):
+    """int8[4, N, *lanes]: the pairs that the last pass's probes read, as generated or as
+    listed: the probes read a pair's two moves as a set, the same in both, which differ only
+    for two bear-offs (listed lower field first). Under the GPU lowering as generated: the
+    listed pairs then stay fused into the legal mask's scatter, not a table of their own; on
+    the CPU as listed, computed in the candidates' loop anyway (random play at 1,024 games
+    ran a third slower reading the generated ones)."""
+    return c.pair if current().bounded else c.listed
+
+
 def _plays(seq, die):
     """uint8[N, *lanes]: a move of the pairs `seq` int8[4, N, *lanes] plays `die` (either
     move: the same for a pair as generated and as listed)."""
@@ -190,7 +200,8 @@ def _roll_probes(board, dice, dice8, c: moves.Candidates, filling) -> moves.Prob
     legal sequence plays each die (`dice8`: the dice, int8), and the filling sequences'
     `_filling_probes`."""
     any_masks, count = _filling_probes(board, dice, c, filling)
-    return moves.Probes(in_legal=(_plays(c.pair, dice8[0]), _plays(c.pair, dice8[1])),
+    pairs = _probed_pairs(c)
+    return moves.Probes(in_legal=(_plays(pairs, dice8[0]), _plays(pairs, dice8[1])),
                     any=tuple(any_masks), count=count)
 
 
