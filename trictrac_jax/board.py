@@ -4,8 +4,8 @@ The reference engine computes every rule as if the player to move were White: th
 mirrored for Black (`view[i] = -board[23 - i]`). All functions here take such a view board
 with the field axis first: `int[24, *lanes]`, index `i` = field `i + 1`, own checkers > 0
 and opponent checkers < 0. `lanes` are trailing axes shared by every argument: none for one
-position, one axis of games when the move rules run game-minor (see moves.py). Field 12 is
-the own rest corner, field 13 the opponent's.
+position, one axis of games when the move rules run game-minor (see the `moves` package).
+Field 12 is the own rest corner, field 13 the opponent's.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ and `Trictrac` is a thin class over them with pgx's `Env` interface, which holds
 hundreds of dispatched operations; inside a user's `jit` or `vmap` it is traced as part of
 it. A step, `Trictrac.step` -> `step_jit` -> `step` -> `_decide_and_roll` (chunked on the
 CPU, lowering.py) -> `_deterministic` and `_chance` -> the rules (`_decide`, `_roll`:
-moves.py, scoring.py).
+the moves package, scoring.py).
 
 The user only sees decision nodes (`turn_stage` Move or HoldOrGoChoice), chance nodes
 (waiting for the dice, `is_chance`, only between `step_deterministic` and `chance_step`) and

@@ -1,9 +1,9 @@
 """Which lowering the engine's hot paths get, per backend: how they are batched and compiled
 (no game rules here).
 
-`game_minor`: the move rules (moves.py, scoring.py) are written for arrays whose structure
-axes come first and whose trailing axes, if any, are games ("lanes"). Called on one position
-they see no trailing axis. Under `jax.vmap`, `game_minor` moves the batch axis of every
+`game_minor`: the move rules (the `moves` package, scoring.py) are written for arrays whose
+structure axes come first and whose trailing axes, if any, are games ("lanes"). Called on one
+position they see no trailing axis. Under `jax.vmap`, `game_minor` moves the batch axis of every
 argument to the end, runs the function once on the whole batch, and moves the batch axis of
 every result back to the front. That layout is what XLA's CPU backend vectorises: its loops
 run along contiguous games, whereas with the batch axis first they run along short structure

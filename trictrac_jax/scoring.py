@@ -17,7 +17,7 @@ from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax.board import NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lowering import game_minor, kernel_boundary, lookup
+from trictrac_jax.lowering import current, game_minor, kernel_boundary, lookup
 
 # Jan indices, in the reference's declaration order (the rows of `JAN_TABLE`).
 (FILLED_QUARTER, TRUE_HIT_SMALL, TRUE_HIT_BIG, TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES,
@@ -31,7 +31,7 @@ POINTS_PER_HOLE = 12
 
 class RollJans(NamedTuple):
     """The jans of one roll. `ways[j]` is the number of ways jan j is made. Arrays have the
-    board's trailing game axes (none for one position, see moves.py)."""
+    board's trailing game axes (none for one position, see the moves package)."""
 
     ways: jnp.ndarray  # int32[13]
     points: jnp.ndarray  # int32[2]: [roller, opponent]
@@ -111,12 +111,15 @@ def _missing_for_quarter(board):
 
 def _reaching(board, dice, c: moves.Candidates):
     """(missing, reaching): the checkers missing from the quarter being filled
-    (`_missing_for_quarter`), and 5 masks uint8[N, *lanes]: the candidate's listed pair
-    brings a checker to the missing field from the k-th possible origin (each distinct
-    origin once)."""
-    listed = c.listed
+    (`_missing_for_quarter`), and 5 masks uint8[N, *lanes]: the candidate's pair brings a
+    checker to the missing field from the k-th possible origin (each distinct origin once).
+
+    Either pair (`_probed_pairs`): they differ only for two bear-offs, which bring no
+    checker to a field.
+    """
+    listed = _probed_pairs(c)
     n, dest = _missing_for_quarter(board)
-    dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see moves.py)
+    dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see the moves package)
     # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
     chained = listed[1] == listed[2]
     origin_a = jnp.where(listed[1] == dest, listed[0], 0)
@@ -174,8 +177,19 @@ def _filled_quarter_total(board, found: moves.Found):
                       [some_seq.astype(jnp.int32), one_missing, found.count], 0)
 
 
+def _probed_pairs(c: moves.Candidates):
+    """int8[4, N, *lanes]: the pairs that the last pass's probes read, as generated or as
+    listed: the probes read a pair's two moves as a set, the same in both, which differ only
+    for two bear-offs (listed lower field first). Under the GPU lowering as generated: the
+    listed pairs then stay fused into the legal mask's scatter, not a table of their own; on
+    the CPU as listed, computed in the candidates' loop anyway (random play at 1,024 games
+    ran a third slower reading the generated ones)."""
+    return c.pair if current().bounded else c.listed
+
+
 def _plays(seq, die):
-    """uint8[N, *lanes]: a move of the listed pairs `seq` int8[4, N, *lanes] plays `die`."""
+    """uint8[N, *lanes]: a move of the pairs `seq` int8[4, N, *lanes] plays `die` (either
+    move: the same for a pair as generated and as listed)."""
     frm, to = seq[0::2], seq[1::2]  # [2, N, *lanes]: both moves of each pair
     doable = ((to == 0) & (OFF - frm <= die)) | ((frm < to) & (to - frm == die))
     return jnp.any(doable, axis=0).astype(jnp.uint8)
@@ -186,7 +200,8 @@ def _roll_probes(board, dice, dice8, c: moves.Candidates, filling) -> moves.Prob
     legal sequence plays each die (`dice8`: the dice, int8), and the filling sequences'
     `_filling_probes`."""
     any_masks, count = _filling_probes(board, dice, c, filling)
-    return moves.Probes(in_legal=(_plays(c.listed, dice8[0]), _plays(c.listed, dice8[1])),
+    pairs = _probed_pairs(c)
+    return moves.Probes(in_legal=(_plays(pairs, dice8[0]), _plays(pairs, dice8[1])),
                     any=tuple(any_masks), count=count)
 
 

@@ -1,0 +1,186 @@
+"""The move rules (moves.py) on hand-set positions, under both lowerings.
+
+Each test sets a position on the mover's view board (tests/positions.py), derives the legal
+move pairs by hand from the rule it names (docs/rules.md, "Moves", and its quirks), and
+checks the engine lists exactly those: the legal Move actions, each decoded to its pair
+(from1, to1, from2, to2; 0 = none or borne off). The opponent holds 2 checkers on field 24
+(or field 1 when the mover bears off): too few to fill a quarter, so the opponent's-quarter
+rule never applies unless a test says so.
+"""
+import numpy as np
+import pytest
+
+from tests.positions import LOWERINGS, legal_actions, legal_pairs, rules, view
+from trictrac_jax import moves
+
+FAR = {24: 2}  # an opponent who can fill no quarter
+
+
+@pytest.fixture(params=LOWERINGS)
+def lowering(request):
+    return request.param
+
+
+def test_both_dice_one_after_the_other_or_on_one_checker(lowering):
+    """Two checkers on field 1, 3-1: each die on one checker, in both die orders, or both
+    dice on one checker (tout d'une), in both orders."""
+    assert legal_pairs(lowering, view({1: 2}, FAR), (3, 1)) == {
+        (1, 4, 1, 2), (1, 2, 1, 4), (1, 4, 4, 5), (1, 2, 2, 5)}
+
+
+def test_a_field_holding_an_opponent_checker_is_closed(lowering):
+    """An opponent checker on 4 closes it: with 3-1 only 1 -> 2 -> 5 plays both dice."""
+    assert legal_pairs(lowering, view({1: 2}, {4: 1, 24: 2}), (3, 1)) == {(1, 2, 2, 5)}
+
+
+def test_the_bigger_die_when_only_one_die_can_be_played(lowering):
+    """One checker on 1, 6-3, field 10 closed: 1 -> 7 or 1 -> 4, neither continues to 10.
+    Only one die can be played: the bigger one."""
+    assert legal_pairs(lowering, view({1: 1}, {10: 2, 24: 2}), (6, 3)) == {(1, 7, 0, 0)}
+
+
+def test_the_smaller_die_when_the_bigger_cannot_be_played(lowering):
+    """Fields 7 and 10 closed: with 6-3 the 6 cannot be played, 1 -> 4 alone is legal."""
+    assert legal_pairs(lowering, view({1: 1}, {7: 2, 10: 2, 24: 2}), (6, 3)) == {(1, 4, 0, 0)}
+
+
+def test_no_legal_move_leaves_the_empty_action(lowering):
+    """Both dice blocked: no Move action is legal, and the decision's mask holds the empty
+    action of the die order (the bigger die first when the first die is the bigger)."""
+    board = view({1: 1}, {5: 2, 4: 2, 24: 2})
+    assert legal_pairs(lowering, board, (4, 3)) == set()
+    for dice, empty in (((4, 3), moves.FIRST_MOVE), ((3, 4), moves.FIRST_MOVE + 256)):
+        mask = np.asarray(moves.decision_mask(np.array(dice), np.zeros(514, bool), False, False))
+        assert set(np.flatnonzero(mask)) == {empty}
+
+
+def test_in_hold_or_go_the_move_actions_and_go_without_the_empty_action():
+    """HoldOrGoChoice: Go is legal, the legal moves too, and no empty action when there is
+    none (quirk 16)."""
+    moves_mask = np.zeros(514, bool)
+    moves_mask[256] = True
+    mask = np.asarray(moves.decision_mask(np.array([4, 3]), moves_mask, True, True))
+    assert set(np.flatnonzero(mask)) == {moves.GO, 256}
+    mask = np.asarray(moves.decision_mask(np.array([4, 3]), np.zeros(514, bool), False, True))
+    assert set(np.flatnonzero(mask)) == {moves.GO}
+
+
+def test_the_corner_by_effect_with_a_double_needs_one_checker():
+    """The empty own corner is reachable directly with an own checker 12 - d away for each
+    die; with a double the one checker on 6 counts for both dice (quirk 13)."""
+    assert bool(moves.can_take_corner_by_effect(view({6: 1}), np.array([6, 6])))
+    assert not bool(moves.can_take_corner_by_effect(view({6: 1}), np.array([6, 5])))
+    assert bool(moves.can_take_corner_by_effect(view({6: 1, 7: 1}), np.array([6, 5])))
+    assert not bool(moves.can_take_corner_by_effect(view({6: 1, 7: 1, 12: 2}), np.array([6, 5])))
+
+
+def test_the_own_corner_is_taken_with_two_checkers_at_once(lowering):
+    """Checkers on 6 and 7, 6-5: both reach the empty corner 12 (6 -> 12 and 7 -> 12, in
+    either die order); one alone may not take it, nor pass through it in a tout d'une
+    (6 -> 12 -> 17); the opponent's corner 13 is no destination (7 -> 13), but a tout d'une
+    may rest there (7 -> 13 -> 18)."""
+    assert legal_pairs(lowering, view({6: 1, 7: 1}, FAR), (6, 5)) == {
+        (6, 12, 7, 12), (7, 12, 6, 12), (7, 13, 13, 18), (6, 11, 11, 17)}
+
+
+def test_the_own_corner_is_left_by_its_last_two_checkers_at_once(lowering):
+    """The corner holds 2, a checker on 1, 3-2: the corner's checkers leave together or not
+    at all."""
+    assert legal_pairs(lowering, view({12: 2, 1: 1}, FAR), (3, 2)) == {
+        (1, 4, 4, 6), (1, 3, 3, 6), (12, 15, 12, 14), (12, 14, 12, 15)}
+
+
+def test_the_corner_taken_par_puissance(lowering):
+    """Checkers on 7 and 8 (one field short of the opponent's empty corner with 6 and 5),
+    both corners empty, the corner not reachable directly: the two go to 12 "par
+    puissance" (decoded as 7 -> 12, 8 -> 12); the rest as the corner rules allow."""
+    assert legal_pairs(lowering, view({7: 1, 8: 1}, FAR), (6, 5)) == {
+        (7, 12, 8, 12), (7, 13, 13, 18), (8, 13, 13, 19), (8, 14, 14, 19)}
+
+
+def test_no_puissance_when_the_corner_can_be_taken_by_effect(lowering):
+    """The same with a checker on 6: 6 -> 12 and 7 -> 12 take the corner directly, so the
+    corner is not taken par puissance."""
+    pairs = legal_pairs(lowering, view({6: 1, 7: 1, 8: 1}, FAR), (6, 5))
+    assert (6, 12, 7, 12) in pairs and (7, 12, 6, 12) in pairs
+    assert (7, 12, 8, 12) not in pairs
+
+
+def test_no_play_in_a_quarter_the_opponent_can_still_fill(lowering):
+    """With 12 opponent checkers on 24 the opponent can still fill 13-18 and 19-24: no move
+    may end there (10 -> 14 is legal only when he cannot)."""
+    own = {1: 2, 10: 1}
+    assert legal_pairs(lowering, view(own, {24: 12}), (4, 3)) == {
+        (1, 5, 1, 4), (1, 5, 5, 8), (1, 4, 1, 5), (1, 4, 4, 8)}
+    assert (10, 14, 1, 4) in legal_pairs(lowering, view(own, FAR), (4, 3))
+
+
+def test_a_quarter_must_be_filled_when_it_can_be(lowering):
+    """Fields 1-5 hold 2 or more, field 6 one: with 5-2, 1 -> 6 fills the quarter 1-6, so
+    only the sequences that do are legal (the 2 played by the checker on 15)."""
+    board = view({1: 3, 2: 2, 3: 2, 4: 2, 5: 2, 6: 1, 15: 1}, FAR)
+    assert legal_pairs(lowering, board, (5, 2)) == {(1, 6, 15, 17), (15, 17, 1, 6)}
+
+
+def test_a_filled_quarter_must_be_kept_when_it_can_be(lowering):
+    """The quarter 1-6 filled with exactly 2 a field: with 2-1 only the checkers on 15 may
+    move (any move from the quarter empties one of its fields)."""
+    board = view({1: 2, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2, 15: 2}, FAR)
+    assert legal_pairs(lowering, board, (2, 1)) == {
+        (15, 17, 15, 16), (15, 16, 15, 17), (15, 17, 17, 18), (15, 16, 16, 18)}
+
+
+def test_no_bearing_off_with_a_checker_outside_the_last_quarter(lowering):
+    """A checker on 10, one on 22, 3-2: 22 + 3 would bear off exactly, but 10 is outside
+    the last quarter and no die brings it in; the only sequence is the tout d'une
+    10 -> 13 -> 15 (10 -> 12 would take the corner alone)."""
+    assert legal_pairs(lowering, view({10: 1, 22: 1}, {1: 2}), (3, 2)) == {(10, 13, 13, 15)}
+
+
+def test_the_first_move_may_bring_the_last_checker_in_before_a_bear_off(lowering):
+    """Checkers on 17 and 22, 3-3: 17 -> 20 brings the last one in, then 22 bears off with
+    its exact number; bearing off first, with 17 still outside, is not allowed (quirk 14)."""
+    assert legal_pairs(lowering, view({17: 1, 22: 1}, {1: 2}), (3, 3)) == {
+        (17, 20, 22, 0), (17, 20, 20, 23)}
+
+
+def test_exact_numbers_before_exceeding_numbers(lowering):
+    """Checkers on 20 and 23, 5-2: both bear off with their exact numbers (20 + 5, 23 + 2),
+    so no sequence with an exceeding number (23 + 5, or 20 -> 22 then 22 + 5) is legal;
+    the pair is listed lower field first."""
+    assert legal_pairs(lowering, view({20: 1, 23: 1}, {1: 2}), (5, 2)) == {(20, 0, 23, 0)}
+
+
+def test_an_exceeding_number_bears_off_the_farthest_checker(lowering):
+    """Checkers on 20 and 23, 6-4, no exact number: an exceeding number must bear off the
+    farthest checker: 20 (then 23), or after 20 -> 24 the one on 23, never the one on 24."""
+    assert legal_pairs(lowering, view({20: 1, 23: 1}, {1: 2}), (6, 4)) == {
+        (20, 0, 23, 0), (20, 24, 23, 0)}
+
+
+def test_the_action_index_of_a_pair(lowering):
+    """Move actions: 2 + 256 x (the smaller die first) + 16 x (first checker) + second
+    checker, checkers numbered by the count of own checkers up to their field (the second
+    on the board after the first move). The opening 6-5: 1 -> 7 then 1 -> 6 moves checker
+    15 then checker 14 (15 - the one gone): 2 + 240 + 14, and 256 more for the 5 first;
+    whichever die was rolled first."""
+    start = view({1: 15}, {24: 15})
+    assert legal_actions(lowering, start, (6, 5)) == {256, 512}
+    assert legal_actions(lowering, start, (5, 6)) == {256, 512}
+    decode = rules(lowering)[2]
+    pairs = decode(start, np.array([6, 5], np.int32))
+    assert tuple(pairs[256 - moves.FIRST_MOVE]) == (1, 7, 1, 6)
+    assert tuple(pairs[512 - moves.FIRST_MOVE]) == (1, 6, 1, 7)
+
+
+def test_encode_inverts_decode_on_every_legal_action(lowering):
+    """`encode` of each decoded legal pair gives its action back (ordinals: own checkers on
+    fields up to each origin, before the pair)."""
+    board, dice = view({1: 3, 2: 2, 3: 2, 4: 2, 5: 2, 6: 1, 15: 1}, FAR), np.array([5, 2])
+    actions = legal_actions(lowering, board, dice)
+    pairs = rules(lowering)[2](board, dice.astype(np.int32))
+    cumulative = np.concatenate([[0], np.cumsum(np.maximum(board, 0))])
+    for action in actions:
+        pair = pairs[action - moves.FIRST_MOVE]
+        ordinal = np.array([cumulative[pair[0]], cumulative[pair[2]]])
+        assert int(moves.encode(dice, pair, ordinal)) == action
