@@ -7,10 +7,11 @@ import pytest
 
 pytest.importorskip("mctx", reason="needs the train extra")
 
-from trictrac_jax.az import champion, network_agents  # noqa: E402
+from trictrac_jax.az import champion
+from trictrac_jax.league import network_agents  # noqa: E402
 from trictrac_jax.agents import random_agent  # noqa: E402
 from trictrac_jax.env import Trictrac  # noqa: E402
-from trictrac_jax.az.evaluation import play_match, summarise  # noqa: E402
+from trictrac_jax.league.matches import play_match, summarise  # noqa: E402
 
 
 def test_champion_file_is_small_and_complete():

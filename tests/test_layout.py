@@ -1,8 +1,9 @@
-"""The package's layers: the engine (`trictrac_jax`), the learning stack (`trictrac_jax.az`,
-AlphaZero, and `trictrac_jax.rl`, RL beyond it, which share one layer) and the tools
-(`trictrac_jax.tools`); imports flow tools -> az, rl -> engine, never back, and no module
-imports itself through others. The wheel holds the package alone: no benchmark, study or
-script."""
+"""The package's layers, each a package: the engine (`trictrac_jax`), the AlphaZero stack
+(`trictrac_jax.az`), PPO on top of it (`trictrac_jax.rl`), what both learners share
+(`trictrac_jax.league`: agents of either's runs, matches, the ladder, a run set up) and the
+tools (`trictrac_jax.tools`); imports flow tools -> league -> rl -> az -> engine, never
+back, and no module imports itself through others. The wheel holds the package alone: no
+benchmark, study or script."""
 import ast
 import pathlib
 import subprocess
@@ -12,7 +13,7 @@ import tomllib
 import setuptools
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "trictrac_jax"
-LAYERS = {"engine": 0, "az": 1, "rl": 1, "tools": 2}
+LAYERS = {"engine": 0, "az": 1, "rl": 2, "league": 3, "tools": 4}
 
 
 def module_name(path):
@@ -22,7 +23,7 @@ def module_name(path):
 
 def layer(module):
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in ("az", "rl", "tools") else "engine"
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "engine"
 
 
 def imports_of(path, modules):
@@ -52,10 +53,16 @@ def import_graph():
     return {module_name(p): imports_of(p, modules) for p in paths}
 
 
-def test_imports_flow_from_tools_to_az_to_engine():
+def test_every_package_has_a_layer():
+    """A new subpackage is given its layer here before anything can import it."""
+    packages = {p.parent.name for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE}
+    assert packages == set(LAYERS) - {"engine"}
+
+
+def test_imports_flow_down_the_layers():
     graph = import_graph()
     assert {"trictrac_jax.env", "trictrac_jax.az.search", "trictrac_jax.rl.ppo",
-            "trictrac_jax.tools.play"} <= set(graph)
+            "trictrac_jax.league.runs", "trictrac_jax.tools.play"} <= set(graph)
     upward = [(m, t) for m, targets in graph.items() for t in targets
               if LAYERS[layer(t)] > LAYERS[layer(m)]]
     assert upward == [], f"imports against the layers: {upward}"
@@ -88,7 +95,7 @@ def test_the_engine_loads_alone():
                                 text=True).stdout.split())
     assert "trictrac_jax.env" in loaded
     above = sorted(m for m in loaded
-                   if m.startswith(("trictrac_jax.az", "trictrac_jax.rl", "trictrac_jax.tools"))
+                   if m.split(".")[:2][-1] in set(LAYERS) - {"engine"}
                    or m.split(".")[0] in ("mctx", "optax", "orbax", "chex", "pgx", "pyspiel",
                                           "gymnax", "flax"))
     assert above == []
@@ -100,7 +107,7 @@ def test_the_wheel_holds_the_package_alone():
     pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
     found = pyproject["tool"]["setuptools"]["packages"]["find"]
     packages = setuptools.find_packages(str(PACKAGE.parent), include=found["include"])
-    assert "trictrac_jax.rl" in packages and "trictrac_jax.tools" in packages
+    assert {f"trictrac_jax.{layer}" for layer in set(LAYERS) - {"engine"}} <= set(packages)
     assert all(p.split(".")[0] == "trictrac_jax" for p in packages), packages
     assert not any((PACKAGE / "tools" / f"{name}.py").exists()
                    for name in ("bench", "bench_gpu", "gpu_report", "measure", "latency"))

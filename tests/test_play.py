@@ -239,7 +239,7 @@ def test_command_line(capsys):
 
 def test_network_opponents_look_over_the_rolls_by_default(monkeypatch):
     pytest.importorskip("mctx", reason="needs the train extra")
-    from trictrac_jax.az import network_agents
+    from trictrac_jax.league import network_agents
     calls = []
     monkeypatch.setattr(network_agents, "load_agent",
                         lambda spec, play: calls.append((spec, play)) or agents.first_agent)

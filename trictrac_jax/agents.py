@@ -13,7 +13,7 @@ from trictrac_jax.arrays import prefix_sum
 from trictrac_jax.lowering import batch_rule, cpu_chunked, game_minor
 from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import NUM_ACTIONS, score_lead
-from trictrac_jax.worths import best_candidates
+from trictrac_jax.ranking import best_candidates
 
 _ENV = Trictrac(max_steps=None)  # lookahead only: never truncates
 WIN_BONUS = 1000.0  # a won game outweighs any score difference

@@ -33,11 +33,11 @@ import mctx
 from flax import struct
 
 from trictrac_jax.az import model as M
-from trictrac_jax.az import network as N
+from trictrac_jax.az import network
 from trictrac_jax.az.base import Model, Params, SearchOutput
 from trictrac_jax.az.config import SearchConfig
 from trictrac_jax.env import has_choice
-from trictrac_jax.worths import best_candidates, candidate_worths
+from trictrac_jax.ranking import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
 
 # The action of an unused column: Roll, never legal at a decision (taking it forfeits the
@@ -68,7 +68,7 @@ def to_columns(logits, actions):
     """float32[B, K]: the logits [B, 514] of each column's action, MASKED_LOGIT in unused
     columns."""
     valid = actions != UNUSED_COLUMN
-    return jnp.where(valid, jnp.take_along_axis(logits, actions, -1), N.MASKED_LOGIT)
+    return jnp.where(valid, jnp.take_along_axis(logits, actions, -1), network.MASKED_LOGIT)
 
 
 def from_columns(weights, actions):
@@ -128,8 +128,8 @@ def _masked_puct_qtransform(tree, node_index):
     the plain transform gives unvisited actions the lowest Q, so an illegal action could tie
     with a visited legal one and be picked by the tie-breaking noise."""
     q = mctx.qtransform_by_parent_and_siblings(tree, node_index)
-    return jnp.where(tree.children_prior_logits[node_index] <= N.MASKED_LOGIT / 2,
-                     N.MASKED_LOGIT, q)
+    return jnp.where(tree.children_prior_logits[node_index] <= network.MASKED_LOGIT / 2,
+                     network.MASKED_LOGIT, q)
 
 
 def tree_search(params: Params, key, states: State, *, model: Model, config: SearchConfig,
@@ -168,7 +168,7 @@ def likeliest(model: Model, params: Params, states: State, top_k: int):
     value of `states` [B] (the candidates of both lookaheads)."""
     logits, value = M.evaluate(model, params, states)
     top_logits, actions = jax.lax.top_k(logits, top_k)
-    return actions.astype(jnp.int32), top_logits > N.MASKED_LOGIT / 2, value
+    return actions.astype(jnp.int32), top_logits > network.MASKED_LOGIT / 2, value
 
 
 def lookahead(params: Params, key, states: State, *, model: Model, top_k: int,
