@@ -16,7 +16,7 @@ from train import ppo as train_ppo
 from trictrac_jax.league import network_agents
 from trictrac_jax.az import run as az_run  # (`run`: the fixture)
 from trictrac_jax.rl import ppo
-from trictrac_jax.rl import run as ppo_run
+from trictrac_jax.rl import loop
 from trictrac_jax.league import runs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def run(tmp_path_factory):
     killed = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     log = []
     config, resumed = az_run.resume(train_ppo.parse_args(["--resume", str(run_dir)]), log.append,
-                                 ppo_run.PPO_RUN)
+                                 loop.PPO_RUN)
     runs.train_ppo(config, resumed, log.append)
     return run_dir, killed, log
 

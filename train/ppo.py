@@ -5,10 +5,10 @@
     python train/ppo.py --resume runs/ppo          # continue a killed run
     python train/ppo.py --config configs/ppo.yaml --h100   # its H100 program, compiled here
 
-The algorithm is `trictrac_jax.rl.ppo`, its loop `trictrac_jax.rl.run.train`
+The algorithm is `trictrac_jax.rl.ppo`, its loop `trictrac_jax.rl.loop.train`
 (`training.updates_per_call` whole updates in one jitted call, compiled before the first).
 Writes RUN_DIR/config.yaml, RUN_DIR/metrics.jsonl (one record per call, fields in
-`trictrac_jax.rl.run`), TensorBoard events when tensorboardX or torch is installed, orbax
+`trictrac_jax.rl.loop`), TensorBoard events when tensorboardX or torch is installed, orbax
 checkpoints in RUN_DIR/checkpoints and the network at `checkpoint.snapshot_minutes` in
 RUN_DIR/snapshots, as train/az.py does; the run's networks load as agents (`python
 train/eval.py --checkpoint RUN_DIR`, `network_agents.load_agent`).
@@ -25,7 +25,7 @@ from trictrac_jax import devices
 from trictrac_jax.az import run
 from trictrac_jax.league import runs
 from trictrac_jax.rl import ppo
-from trictrac_jax.rl import run as ppo_run
+from trictrac_jax.rl import loop
 
 
 def parse_args(argv=None):
@@ -77,8 +77,8 @@ def start(args) -> None:
     if args.h100:
         return print_h100_program(ppo.load_config(args.config, args.set), log)
     log(f"running on {devices.describe()}")
-    config, resumed = (run.new_config(args, ppo_run.PPO_RUN), None) if args.resume is None \
-        else run.resume(args, log, ppo_run.PPO_RUN)
+    config, resumed = (run.new_config(args, loop.PPO_RUN), None) if args.resume is None \
+        else run.resume(args, log, loop.PPO_RUN)
     runs.train_ppo(config, resumed, log)
 
 

@@ -18,9 +18,8 @@ from flax import struct
 from trictrac_jax.az import network
 from trictrac_jax.az.base import Model, NetworkOutput, Params
 from trictrac_jax.az.config import Config
-from trictrac_jax.env import (NUM_CHANCE_OUTCOMES, Trictrac, chance_step as env_chance_step,
-                              every_roll, roll_probs, sample_outcome,
-                              step_deterministic as env_step_deterministic)
+from trictrac_jax.env import (NUM_CHANCE_OUTCOMES, Trictrac, chance_step, every_roll, roll_probs,
+                              sample_outcome, step_deterministic)
 from trictrac_jax.state import State, score_lead
 
 
@@ -38,14 +37,14 @@ def evaluate(model: Model, params: Params, states: State) -> NetworkOutput:
                                states.legal_action_mask))
 
 
-def step_deterministic(model: Model, states: State, action) -> State:
+def play_action(model: Model, states: State, action) -> State:
     """The afterstates [B] of `action` [B] in `states` [B] (`env.step_deterministic`)."""
-    return jax.vmap(env_step_deterministic, (0, 0, None))(states, action, model.env.max_steps)
+    return jax.vmap(step_deterministic, (0, 0, None))(states, action, model.env.max_steps)
 
 
-def chance_step(model: Model, afters: State, outcome) -> State:
+def throw_dice(model: Model, afters: State, outcome) -> State:
     """The positions [B] after the dice `outcome` [B] at `afters` [B] (`env.chance_step`)."""
-    return jax.vmap(env_chance_step, (0, 0, None))(afters, outcome, model.env.max_steps)
+    return jax.vmap(chance_step, (0, 0, None))(afters, outcome, model.env.max_steps)
 
 
 def utility(model: Model, state: State, rewards, player):
@@ -102,7 +101,7 @@ class Afterstate:
 def afterstate(model: Model, params: Params, action, states: State):
     """(Afterstate [B], its value [B] for the mover relative to his banked margin
     at the decision) of playing `action` [B] in `states` [B]."""
-    after = step_deterministic(model, states, action)
+    after = play_action(model, states, action)
     mover = states.current_player
     banked_before = banked(model, states, mover)
     value = evaluate(model, params, after).value  # the player to roll's view
@@ -128,7 +127,7 @@ def decision_fn(model: Model, params: Params, key, action, states: State):
 def chance_fn(model: Model, params: Params, key, outcome, after: Afterstate):
     """Stochastic MuZero's chance function: (ChanceRecurrentFnOutput, the State rolled)."""
     del key
-    nxt = chance_step(model, after.state, outcome)
+    nxt = throw_dice(model, after.state, outcome)
     o = transition(model, params, after.state, nxt, after.mover, after.banked)
     return mctx.ChanceRecurrentFnOutput(action_logits=o.prior_logits, value=o.value,
                                         reward=o.reward, discount=o.discount), nxt
@@ -136,9 +135,9 @@ def chance_fn(model: Model, params: Params, key, outcome, after: Afterstate):
 
 def sampled_fn(model: Model, params: Params, key, action, states: State):
     """Gumbel MuZero's recurrent function: the decision, then dice sampled with `key`."""
-    after = step_deterministic(model, states, action)
+    after = play_action(model, states, action)
     outcome = jax.vmap(sample_outcome)(jax.random.split(key, action.shape[0]))
-    nxt = chance_step(model, after, outcome)
+    nxt = throw_dice(model, after, outcome)
     mover = states.current_player
     return transition(model, params, after, nxt, mover, banked(model, states, mover)), nxt
 
@@ -158,7 +157,7 @@ def rolled_transitions(model: Model, params: Params, action, states: State,
                        distinct: bool = False):
     """(`transition` [B * R], the rolled states [B * R]): `action` [B] played in `states`
     [B], then each of the R rolls (`env.every_roll`), for the mover of `states`."""
-    afters, rolled = every_roll(step_deterministic(model, states, action), model.env.max_steps,
+    afters, rolled = every_roll(play_action(model, states, action), model.env.max_steps,
                                 distinct)
     mover = states.current_player
     each = lambda x: jnp.repeat(x, roll_probs(distinct).size, axis=0)

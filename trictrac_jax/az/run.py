@@ -1,7 +1,7 @@
 """A training run on the host: its command line, its directory (config, metrics, checkpoints,
 snapshots, TensorBoard events), resuming it, its exit status, and the AlphaZero loop
 (`train`), which `trictrac_jax.league.runs.train_az` starts with the run's evaluation
-matches and the network it starts from. PPO's loop (`trictrac_jax.rl.run`) uses the same
+matches and the network it starts from. PPO's loop (`trictrac_jax.rl.loop`) uses the same
 parts.
 
     RUN_DIR/config.yaml        the run's config, as resumed
@@ -424,70 +424,48 @@ def finished(config: config_lib.Config, resumed: Resumed) -> str | None:
     return None
 
 
-def summary(config: config_lib.Config, records: list[dict]) -> list[str]:
-    """The closing lines: the clock, the best checkpoint with its win rate, what to run next."""
-    run_dir, ev = pathlib.Path(config.run.dir), config.evaluation
-    lines = []
-    if records:
-        last = records[-1]
-        spent = sum(r.get("eval_s", 0.0) for r in records)
-        lines.append(f"done: iteration {last['iteration']} of {config.training.iterations}, "
-                     f"{last['elapsed_s'] / 60:.1f} min of wall clock, "
-                     f"{spent / max(last['elapsed_s'], 1e-9):.0%} of it evaluating")
-    step = best_checkpoint(run_dir)
-    if step is None:
-        return lines + [f"no checkpoint in {run_dir}"]
-    record = next((r for r in records if r["iteration"] == step), {})
-    opp = ev.opponents[0] if ev.opponents else None
-    if opp is not None and f"vs_{opp}" in record:
-        lo, hi = record[f"vs_{opp}_lo"], record[f"vs_{opp}_hi"]
-        rank = (f"vs {opp} {record[f'vs_{opp}']:.3f} [{lo:.3f}, {hi:.3f}] in "
-                f"{record[f'vs_{opp}_games']} games, both seats, 95% Wilson interval")
-    else:
-        rank = "not evaluated: the latest"
-    how = (f" --lookahead {ev.lookahead}" if ev.lookahead else "") + \
-        (" --rolls" if ev.rolls else "")
-    yardstick = opp or "greedy"
-    return lines + [
-        f"best checkpoint: {run_dir / 'checkpoints' / str(step)} ({rank})",
-        "next:",
-        f"  python train/eval.py --checkpoint {run_dir} --opponent {yardstick} --games 400"
-        f"{how}   # evaluate its best checkpoint",
-        f"  python train/plot.py {run_dir}   # the learning curve",
-        f"  python -m trictrac_jax.tools.play --opponent {run_dir}   # play against it"]
+def new_state(config: config_lib.Config, init_network: tuple | None, log) -> T.TrainState:
+    """A new run's state: from `init_network` (`warm_start`) when `run.init_from` names
+    one, else a fresh network."""
+    if not config.run.init_from:
+        return T.init_state(config, jax.random.PRNGKey(config.run.seed))
+    if init_network is None:
+        raise config_lib.ConfigError(f"run.init_from: {config.run.init_from} is not loaded "
+                                     f"(start the run with league.runs.train_az)")
+    return warm_start(config, init_network, log)
 
 
-def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
+def open_run_dir(config, resumed: Resumed, log):
+    """`prepare_run_dir`, then the run's TensorBoard writer (`tensorboard_writer`)."""
+    prepare_run_dir(config, resumed, log)
+    return tensorboard_writer(config, resumed.iteration, log)
+
+
+def az_loop(config: config_lib.Config, resumed: Resumed | None = None, log=print,
           budget_s: float | None = None, on_iteration=None, *, matches: dict,
-          init_network: tuple | None = None):
+          init_network: tuple | None = None) -> dict:
     """Run the loop described by `config` (validated), from scratch or from `resumed`;
     returns the last metrics record. `matches`: the evaluation's, opponent -> a
     `league.matches.Match` (`league.runs.evaluation_matches`); `init_network`: (params,
-    config) of the network `run.init_from` names, for a new run (`league.runs.init_network`). `budget_s`: seconds from the end of compilation within
+    config) of the network `run.init_from` names, for a new run
+    (`league.runs.init_network`). `budget_s`: seconds from the end of compilation within
     which the run ends, its last evaluation included (the iteration after which the next
     one and an evaluation would pass it is the last). `on_iteration(record, state)` is
     called after each iteration's record and checkpoint."""
     T.maybe_init_distributed()
     config_lib.check_devices(config, jax.device_count())
-    if resumed is None and config.run.init_from and init_network is None:
-        raise config_lib.ConfigError(f"run.init_from: {config.run.init_from} is not loaded "
-                                     f"(start the run with league.runs.train_az)")
     warning = cpu_warning(config)
     if warning:
         log(warning)
     if resumed is None:
-        state = warm_start(config, init_network, log) if config.run.init_from else \
-            T.init_state(config, jax.random.PRNGKey(config.run.seed))
-        resumed = Resumed(state, 0, [], 0.0)
+        resumed = Resumed(new_state(config, init_network, log), 0, [], 0.0)
     state, start = resumed.state, resumed.iteration
     ev, iterations = config.evaluation, config.training.iterations
     run_dir = pathlib.Path(config.run.dir)
     lead = jax.process_index() == 0  # writes the run's files; all processes save checkpoints
-    if lead:
-        prepare_run_dir(config, resumed, log)
+    writer = open_run_dir(config, resumed, log) if lead else None
     if jax.process_count() > 1:  # the others list the checkpoints after the set-aside
         multihost_utils.sync_global_devices("run directory ready")
-    writer = tensorboard_writer(config, start, log) if lead else None
     checkpoints = checkpoint.Checkpointer(run_dir, config.checkpoint.keep_last)
 
     log(compiling_note())
@@ -559,3 +537,37 @@ def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
         for line in summary(config, load_records(run_dir)):
             log(line)
     return record
+
+
+def summary(config: config_lib.Config, records: list[dict]) -> list[str]:
+    """The closing lines: the clock, the best checkpoint with its win rate, what to run next."""
+    run_dir, ev = pathlib.Path(config.run.dir), config.evaluation
+    lines = []
+    if records:
+        last = records[-1]
+        spent = sum(r.get("eval_s", 0.0) for r in records)
+        lines.append(f"done: iteration {last['iteration']} of {config.training.iterations}, "
+                     f"{last['elapsed_s'] / 60:.1f} min of wall clock, "
+                     f"{spent / max(last['elapsed_s'], 1e-9):.0%} of it evaluating")
+    step = best_checkpoint(run_dir)
+    if step is None:
+        return lines + [f"no checkpoint in {run_dir}"]
+    record = next((r for r in records if r["iteration"] == step), {})
+    opp = ev.opponents[0] if ev.opponents else None
+    if opp is not None and f"vs_{opp}" in record:
+        rate, lo, hi, games = (record[f"vs_{opp}{part}"] for part in ("", "_lo", "_hi", "_games"))
+        rank = (f"vs {opp} {rate:.3f} [{lo:.3f}, {hi:.3f}] in {games} games, both seats, "
+                f"95% Wilson interval")
+    else:
+        rank = "not evaluated: the latest"
+    how = (f" --lookahead {ev.lookahead}" if ev.lookahead else "") + \
+        (" --rolls" if ev.rolls else "")
+    yardstick = opp or "greedy"
+    best = run_dir / "checkpoints" / str(step)
+    return lines + [
+        f"best checkpoint: {best} ({rank})",
+        "next:",
+        f"  python train/eval.py --checkpoint {run_dir} --opponent {yardstick} --games 400"
+        f"{how}   # evaluate its best checkpoint",
+        f"  python train/plot.py {run_dir}   # the learning curve",
+        f"  python -m trictrac_jax.tools.play --opponent {run_dir}   # play against it"]

@@ -217,5 +217,7 @@ def search(params: Params, key, states: State, *, model: Model, config: SearchCo
            explore: bool = True) -> SearchOutput:
     """The search `config.algorithm` names, for states [B]. `explore` adds self-play's
     noise (see `tree_search`, `lookahead_search`); without it the search plays its best."""
-    run = lookahead_search if config.algorithm == "lookahead" else tree_search
-    return run(params, key, states, model=model, config=config, explore=explore)
+    if config.algorithm == "lookahead":
+        return lookahead_search(params, key, states, model=model, config=config,
+                                explore=explore)
+    return tree_search(params, key, states, model=model, config=config, explore=explore)

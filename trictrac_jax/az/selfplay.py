@@ -30,8 +30,8 @@ def decide(params: Params, key, games: Games, *, model: Model, search_config: Se
     k_search, k_dice, k_new = jax.random.split(key, 3)
     s = games.states
     out = search.search(params, k_search, s, model=model, config=search_config, explore=True)
-    after = M.step_deterministic(model, s, out.action)
-    nxt = M.chance_step(model, after, jax.vmap(sample_outcome)(jax.random.split(k_dice, count)))
+    after = M.play_action(model, s, out.action)
+    nxt = M.throw_dice(model, after, jax.vmap(sample_outcome)(jax.random.split(k_dice, count)))
     rewards = after.rewards + nxt.rewards  # a game may end at the decision or the roll
     done = nxt.done
     colours = jnp.arange(2, dtype=jnp.int32)
@@ -50,10 +50,10 @@ def decide(params: Params, key, games: Games, *, model: Model, search_config: Se
     return Games(states=select_tree(done, fresh, nxt), episode=games.episode + done), played
 
 
-def play(params: Params, key, games: Games, *, model: Model, search: SearchConfig,
+def play(params: Params, key, games: Games, *, model: Model, search_config: SearchConfig,
          steps: int) -> tuple[Games, Played]:
     """`steps` decisions in every game (`decide`, scanned). Returns (games, Played
     [steps, G])."""
     def one(games: Games, k):
-        return decide(params, k, games, model=model, search_config=search)
+        return decide(params, k, games, model=model, search_config=search_config)
     return jax.lax.scan(one, games, jax.random.split(key, steps))

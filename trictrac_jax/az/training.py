@@ -207,7 +207,7 @@ def selfplay_step(config: Config, params: Params, games: Games, buffer: R.Replay
     """Play `selfplay.steps_per_iteration` decisions in every game with the run's search
     (exploring); store them. Returns (games, buffer, stats)."""
     games, played = selfplay.play(params, key, games, model=parts(config).model,
-                                  search=config.search,
+                                  search_config=config.search,
                                   steps=config.selfplay.steps_per_iteration)
     buffer = R.add(buffer, played.steps, played.done, played.utility)
     finished = jnp.sum(played.done)

@@ -1,7 +1,7 @@
 """A run of either learner, set up with what only this layer loads (agents of any kind, a
 network of any run): the evaluation's matches against `evaluation.opponents`, the network
 `run.init_from` names, PPO's opponent (`env.opponent`). `train/az.py`, `train/ppo.py` and
-`train/gpu_run.py` start their runs here; the loops are `az.run.train` and `rl.run.train`.
+`train/gpu_run.py` start their runs here; the loops are `az.run.az_loop` and `rl.loop.ppo_loop`.
 """
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import functools
 from trictrac_jax import wrappers
 from trictrac_jax.az import checkpoint
 from trictrac_jax.az import config as config_lib
-from trictrac_jax.az import run as az_run
+from trictrac_jax.az import run
 from trictrac_jax.az import training
 from trictrac_jax.league import network_agents
 from trictrac_jax.rl import ppo
-from trictrac_jax.rl import run as ppo_run
+from trictrac_jax.rl import loop
 
 
 def evaluation_matches(config: config_lib.Config) -> dict:
@@ -41,13 +41,13 @@ def init_network(config: config_lib.Config) -> tuple | None:
         raise config_lib.ConfigError(f"run.init_from: {e}") from None
 
 
-def train_az(config: config_lib.Config, resumed: az_run.Resumed | None = None, log=print,
+def train_az(config: config_lib.Config, resumed: run.Resumed | None = None, log=print,
              budget_s: float | None = None, on_iteration=None) -> dict:
-    """The AlphaZero loop (`az.run.train`, whose arguments these are) with its evaluation's
+    """The AlphaZero loop (`az.run.az_loop`, whose arguments these are) with its evaluation's
     matches and, for a new run, its `run.init_from` network."""
     training.maybe_init_distributed()  # before any JAX computation
     matches = evaluation_matches(config)
-    return az_run.train(config, resumed, log, budget_s, on_iteration, matches=matches,
+    return run.az_loop(config, resumed, log, budget_s, on_iteration, matches=matches,
                         init_network=init_network(config) if resumed is None else None)
 
 
@@ -63,7 +63,7 @@ def ppo_env(config: ppo.PPOConfig) -> wrappers.SingleAgent:
         raise config_lib.ConfigError(f"env.opponent: {e}") from None
 
 
-def train_ppo(config: ppo.PPOConfig, resumed: az_run.Resumed | None = None, log=print) -> dict:
-    """PPO's loop (`rl.run.train`) in its environment, with its evaluation's matches."""
-    return ppo_run.train(config, resumed, log, env=ppo_env(config),
+def train_ppo(config: ppo.PPOConfig, resumed: run.Resumed | None = None, log=print) -> dict:
+    """PPO's loop (`rl.loop.ppo_loop`) in its environment, with its evaluation's matches."""
+    return loop.ppo_loop(config, resumed, log, env=ppo_env(config),
                          matches=evaluation_matches(ppo.agent_config(config)))

@@ -74,7 +74,7 @@ def call_record(metrics: dict, steps: int, seconds: float) -> dict:
     return record
 
 
-def train(config: ppo.PPOConfig, resumed: run.Resumed | None = None, log=print, *,
+def ppo_loop(config: ppo.PPOConfig, resumed: run.Resumed | None = None, log=print, *,
           env: wrappers.SingleAgent, matches: dict) -> dict:
     """Run the loop `config` describes, from scratch or from `resumed`, in `env` (the
     opponent of `env.opponent`: `league.runs.ppo_env`), evaluated by `matches` (opponent
