@@ -3,9 +3,9 @@
 As PureJaxRL's ppo.py: one update (a rollout of `num_steps` steps in each of `num_envs`
 environments, GAE, `update_epochs` epochs of `num_minibatches` minibatch updates of the
 clipped surrogate) is a pure function (`update`), and `updates` scans
-`training.updates_per_call` of them; `train/ppo.py` calls that inside one `jax.jit` (the
-environment and the config static) and writes metrics, checkpoints and evaluations between
-calls.
+`training.updates_per_call` of them; PPO's loop (`rl.loop.ppo_loop`) calls that inside one
+`jax.jit` (the environment and the config static) and writes metrics, checkpoints and
+evaluations between calls.
 
 The policy is a masked categorical over the 514 actions (`network.masked_logits`), the
 network `network.PolicyValueNet`: a run's networks play wherever the AlphaZero stack's do
