@@ -91,7 +91,8 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--recipe", action="append", choices=sorted(SEARCHES),
                    help="a recipe to compile (repeatable; default: all)")
-    p.add_argument("--games", type=int, default=config_lib.load_config(BASE_CONFIG).selfplay.batch_size,
+    p.add_argument("--games", type=int,
+                   default=config_lib.load_config(BASE_CONFIG).selfplay.batch_size,
                    help="games decided at once (default: base.yaml's selfplay.batch_size)")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)

@@ -21,8 +21,8 @@ import yaml
 from trictrac_jax.az import champion
 from trictrac_jax.league import network_agents
 from trictrac_jax.az import run as az_run  # (`run`: the fixture)
-from trictrac_jax.az import checkpoint as C
-from trictrac_jax.az import network as N
+from trictrac_jax.az import checkpoint as checkpoint_lib
+from trictrac_jax.az import network
 from trictrac_jax.az import training as T
 from trictrac_jax.az.config import ConfigError, load_config, to_dict
 from trictrac_jax.league import runs
@@ -52,10 +52,10 @@ FOUR_DEVICES = textwrap.dedent("""
     import json, sys
     import jax
     from tests.test_train import tiny_config
-    from trictrac_jax.az import config as C, training as T
-    config = C.load_config(None, ["selfplay.steps_per_iteration=16"],
+    from trictrac_jax.az import config as config_lib, training as T
+    config = config_lib.load_config(None, ["selfplay.steps_per_iteration=16"],
                            base=tiny_config(sys.argv[1]))
-    C.check_devices(config, jax.device_count())
+    config_lib.check_devices(config, jax.device_count())
     state = T.init_state(config, jax.random.PRNGKey(0))
     actors, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(1))
     actors, buffer, stats = jax.jit(T.selfplay_step, static_argnums=0)(
@@ -125,10 +125,10 @@ def test_shipped_configs_are_valid(path):
 
 
 def test_opponents_are_baselines_greedy_k_or_champions():
-    from trictrac_jax.az import config as C
+    from trictrac_jax.az import config as config_lib
     opponents = ["greedy", "greedy:8", "random", "first", "champion", "champion:1",
                  "champion:2@rolls:32"]
-    config = C.load_config(base={"evaluation": {"opponents": opponents}})
+    config = config_lib.load_config(base={"evaluation": {"opponents": opponents}})
     assert config.evaluation.opponents == tuple(opponents)
 
 
@@ -281,8 +281,8 @@ def test_evaluations_over_budget_are_skipped_and_never_best(run, tmp_path, monke
     records = az_run.load_records(tmp_path / "thrifty")
     assert ["vs_random" in r for r in records] == [False, False, True]
     directory = tmp_path / "thrifty" / "checkpoints"
-    assert [C.score(directory, s) for s in (1, 2)] == [-1.0, -1.0]
-    assert C.score(directory, 3) == records[2]["vs_random"]
+    assert [checkpoint_lib.score(directory, s) for s in (1, 2)] == [-1.0, -1.0]
+    assert checkpoint_lib.score(directory, 3) == records[2]["vs_random"]
     assert az_run.best_checkpoint(tmp_path / "thrifty") == 3
 
 
@@ -426,11 +426,11 @@ def test_a_damaged_earlier_checkpoint_is_set_aside(run, tmp_path):
     directory = copy / "checkpoints"
     newest, earlier = sorted(directory.iterdir(), key=lambda p: -int(p.name))[:2]
     garble(earlier / "metrics" / "metrics")
-    moved = C.set_aside(directory, int(newest.name))
+    moved = checkpoint_lib.set_aside(directory, int(newest.name))
     assert [(path, target) for path, target, _ in moved] == \
         [(earlier, copy / "skipped_checkpoints" / earlier.name)]
     assert moved[0][2].startswith(f"{earlier}: cannot read metrics/metrics (JSONDecodeError")
-    checkpointer = C.Checkpointer(copy, 2)  # which reads the metrics of those left
+    checkpointer = checkpoint_lib.Checkpointer(copy, 2)  # which reads the metrics of those left
     assert checkpointer.manager.all_steps() == [int(newest.name)]
     checkpointer.close()
 
@@ -560,7 +560,7 @@ def test_bfloat16_inference_evaluates_the_same_parameters():
     np.testing.assert_allclose(half.value, full.value, atol=0.03)
     np.testing.assert_allclose(np.asarray(half.logits)[legal], np.asarray(full.logits)[legal],
                                atol=0.1)
-    assert N.make_network(config.network).dtype == np.float32  # as `T.train_step` makes it
+    assert network.make_network(config.network).dtype == np.float32  # as `T.train_step` makes it
 
 
 def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp_path):
@@ -575,8 +575,8 @@ def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp
     state = az_run.warm_start(config, runs.init_network(config), log=lines.append)
     assert lines == [f"warm start from {run_dir} (1 blocks, 2 more as the identity)"]
     obs = jax.random.uniform(jax.random.PRNGKey(3), (64, OBS_SIZE))
-    shallow = N.make_network(source_config.network).apply({"params": source}, obs)
-    deep = N.make_network(config.network).apply({"params": state.params}, obs)
+    shallow = network.make_network(source_config.network).apply({"params": source}, obs)
+    deep = network.make_network(config.network).apply({"params": state.params}, obs)
     for a, b in zip(shallow, deep):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
     runs.train_az(config, log=lambda line: None)
@@ -590,9 +590,9 @@ TWO_PROCESSES = textwrap.dedent("""
     import jax
     import numpy as np
     from train import az
-    from trictrac_jax.az import checkpoint as C, run
+    from trictrac_jax.az import checkpoint, run
     seen = {"saved": [], "games": []}
-    save, selfplay = C.Checkpointer.save, run.selfplay_step_jit
+    save, selfplay = checkpoint.Checkpointer.save, run.selfplay_step
 
     def record_save(self, iteration, state, config, score):
         leaves = jax.tree.leaves(state.params)
@@ -603,13 +603,13 @@ TWO_PROCESSES = textwrap.dedent("""
         save(self, iteration, state, config, score)
 
     def record_selfplay(*args):
-        actors, buffer, stats = selfplay(*args)
-        obs = actors.states.observation
+        games, buffer, stats = selfplay(*args)
+        obs = games.states.observation
         shard = obs.addressable_shards[0].data.shape[0]
         seen["games"].append([len(obs.sharding.device_set), shard])
-        return actors, buffer, stats
+        return games, buffer, stats
     record_selfplay.lower = selfplay.lower  # compiled before the first iteration
-    C.Checkpointer.save, run.selfplay_step_jit = record_save, record_selfplay
+    checkpoint.Checkpointer.save, run.selfplay_step = record_save, record_selfplay
     code = az.main(sys.argv[1:])
     print(json.dumps({"code": code, "process": jax.process_index(),
                       "processes": jax.process_count(), **seen}))

@@ -26,7 +26,8 @@ from trictrac_jax.state import State, score_lead
 def model_from_config(config: Config) -> Model:
     """A run's model: its env, network and value target."""
     return Model(env=Trictrac(max_steps=config.env.max_steps),
-                 net=network.make_network(config.network, jnp.dtype(config.network.inference_dtype)),
+                 net=network.make_network(config.network,
+                                          jnp.dtype(config.network.inference_dtype)),
                  value_target=config.selfplay.value_target,
                  margin_scale=config.selfplay.margin_scale)
 

@@ -90,7 +90,8 @@ def resume(args, log, kind: RunKind = AZ_RUN) -> tuple[Any, Resumed]:
     run_dir = pathlib.Path(args.resume or kind.load_config(args.config, args.set).run.dir)
     directory = run_dir / "checkpoints"
     if not directory.is_dir():
-        raise checkpoint.CheckpointError(f"{run_dir}: not a run directory (no checkpoints/ in it)")
+        raise checkpoint.CheckpointError(
+            f"{run_dir}: not a run directory (no checkpoints/ in it)")
 
     def load(step):
         saved = kind.saved_config(directory, step)
@@ -244,8 +245,8 @@ def save_snapshot(run_dir: pathlib.Path, minutes, params, config: config_lib.Con
 def best_checkpoint(run_dir: pathlib.Path) -> int | None:
     """The iteration of the run's best intact checkpoint (as train/eval.py loads it)."""
     try:
-        step, _ = checkpoint.first_intact(run_dir / "checkpoints", lambda s: None, lambda line: None,
-                                 "best")
+        step, _ = checkpoint.first_intact(run_dir / "checkpoints", lambda s: None,
+                                          lambda line: None, "best")
     except checkpoint.CheckpointError:
         return None
     return step
