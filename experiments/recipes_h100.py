@@ -47,9 +47,9 @@ def decision_program(config: config_lib.Config, target: G.Target = G.H100, top: 
     decide = functools.partial(selfplay.decide, model=model, search_config=config.search)
     key = jax.random.PRNGKey(0)
     params = jax.eval_shape(lambda k: T.new_state(config, k).params, key)
-    actors = jax.eval_shape(
+    games = jax.eval_shape(
         lambda k: selfplay.start(k, config.selfplay.batch_size), key)
-    return G.read(G.compile_for(target, decide, params, key, actors, donate_argnums=(2,)), top)
+    return G.read(G.compile_for(target, decide, params, games, key, donate_argnums=(1,)), top)
 
 
 def recipe_row(name: str, overrides, games: int) -> dict:

@@ -57,12 +57,12 @@ FOUR_DEVICES = textwrap.dedent("""
                            base=tiny_config(sys.argv[1]))
     config_lib.check_devices(config, jax.device_count())
     state = T.init_state(config, jax.random.PRNGKey(0))
-    actors, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(1))
-    actors, buffer, stats = jax.jit(T.selfplay_step, static_argnums=0)(
-        config, state.params, actors, buffer, T.replicate(jax.random.PRNGKey(2)))
+    games, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(1))
+    games, buffer, stats = jax.jit(T.selfplay_step, static_argnums=0)(
+        config, state.params, games, buffer, T.replicate(jax.random.PRNGKey(2)))
     state, metrics = jax.jit(T.train_step, static_argnums=0)(
         config, state, buffer, T.replicate(jax.random.PRNGKey(3)))
-    obs = actors.states.observation
+    obs = games.states.observation
     print(json.dumps({
         "devices": jax.device_count(),
         "games_devices": len(obs.sharding.device_set),
@@ -304,11 +304,10 @@ def test_same_seed_same_iteration(run):
 
     def one_iteration():
         state = T.init_state(config, jax.random.PRNGKey(5))
-        actors, buffer = az_run.start_games(config, jax.random.PRNGKey(6))
-        actors, buffer, _ = az_run.selfplay_step(config, state.params, actors, buffer,
-                                                     T.replicate(jax.random.PRNGKey(7)))
-        state, _ = az_run.train_step(config, state, buffer,
-                                         T.replicate(jax.random.PRNGKey(8)))
+        games, buffer = az_run.start_games(config, jax.random.PRNGKey(6))
+        games, buffer, _ = az_run.selfplay_step(config, state.params, games, buffer,
+                                                T.replicate(jax.random.PRNGKey(7)))
+        state, _ = az_run.train_step(config, state, buffer, T.replicate(jax.random.PRNGKey(8)))
         return jax.device_get((state.params, buffer.steps.policy))
     first, second = one_iteration(), one_iteration()
     assert all(jax.tree.leaves(jax.tree.map(lambda a, b: (a == b).all(), first, second)))

@@ -33,7 +33,7 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def start(args) -> None:
+def launch(args) -> None:
     """The run `args` ask for: a new one, or the one to resume."""
     T.maybe_init_distributed()  # a resume restores onto all the devices
     # one process reports; errors come from each
@@ -60,7 +60,7 @@ def main(argv=None):
     if args.init_from and args.resume is not None:
         print("error: --init-from starts a new run; --resume continues one", file=sys.stderr)
         return 2
-    return run.exit_code(start, args)
+    return run.exit_code(launch, args)
 
 
 if __name__ == "__main__":

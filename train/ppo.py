@@ -72,7 +72,7 @@ def log(line: str) -> None:
     print(line, flush=True)
 
 
-def start(args) -> None:
+def launch(args) -> None:
     """The run `args` ask for, or with --h100 its program."""
     if args.h100:
         return print_h100_program(ppo.load_config(args.config, args.set), log)
@@ -83,7 +83,7 @@ def start(args) -> None:
 
 
 def main(argv=None):
-    return run.exit_code(start, parse_args(argv))
+    return run.exit_code(launch, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -356,7 +356,7 @@ def iterate(config: config_lib.Config, state, games, buffer):
     key, k_play, k_train = jax.random.split(state.key, 3)
     state = state.replace(key=key)
     games, buffer, stats = selfplay_step(config, state.params, games, buffer,
-                                              T.replicate(k_play))
+                                         T.replicate(k_play))
     record = {k: v.item() for k, v in jax.device_get(stats).items()}
     if record["ready"] >= config.replay.min_size:
         state, metrics = train_step(config, state, buffer, T.replicate(k_train))

@@ -22,7 +22,7 @@ def start(key, games: int) -> Games:
     return Games(states=states, episode=jnp.zeros(games, jnp.int32))
 
 
-def decide(params: Params, key, games: Games, *, model: Model, search_config: SearchConfig
+def decide(params: Params, games: Games, key, *, model: Model, search_config: SearchConfig
            ) -> tuple[Games, Played]:
     """One decision in every game [G], chosen by the search of `search_config`, then the
     dice; games that end are replaced by new ones. Returns (games, Played [G])."""
@@ -54,6 +54,5 @@ def play(params: Params, key, games: Games, *, model: Model, search_config: Sear
          steps: int) -> tuple[Games, Played]:
     """`steps` decisions in every game (`decide`, scanned). Returns (games, Played
     [steps, G])."""
-    def one(games: Games, k):
-        return decide(params, k, games, model=model, search_config=search_config)
+    one = functools.partial(decide, params, model=model, search_config=search_config)
     return jax.lax.scan(one, games, jax.random.split(key, steps))

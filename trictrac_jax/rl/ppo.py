@@ -204,31 +204,34 @@ def network_opponent(net: network.PolicyValueNet) -> wrappers.Opponent:
     return wrappers.Opponent(act)
 
 
+def rollout_step(env: wrappers.SingleAgent, net: network.PolicyValueNet, params, env_params,
+                 envs: Envs, key):
+    """One step of every environment [N], its action sampled from the policy of `params`:
+    (envs, (Transition [N], episode statistics))."""
+    k_act, k_step = jax.random.split(key)
+    mask = env.legal_action_mask(envs.state)
+    logits, value = network.apply(net, params, envs.obs, mask)
+    action, log_prob = sample(k_act, logits)
+    obs, state, reward, terminated, truncated, info = jax.vmap(
+        env.step, (0, 0, 0, None))(jax.random.split(k_step, envs.obs.shape[0]), envs.state,
+                                   action, env_params)
+    done = terminated | truncated
+    stats = {"episodes": done.sum(), "wins": (info["outcome"] > 0).sum(),
+             "return_sum": jnp.where(done, info["returned_episode_returns"], 0.0).sum(),
+             "length_sum": jnp.where(done, info["returned_episode_lengths"], 0).sum(),
+             "truncated": truncated.sum()}
+    return Envs(state, obs), (Transition(envs.obs, mask, action, log_prob, value, reward, done),
+                              stats)
+
+
 def rollout(env: wrappers.SingleAgent, net: network.PolicyValueNet, params, env_params,
             envs: Envs, key, steps: int):
     """(envs, Transition[steps, N], episode statistics): `steps` steps of every
-    environment with actions sampled from the policy of `params`. `env` may be wrapped by
-    gymnax's wrappers (`envs.state` then theirs): it only needs gymnax's `step`, the
-    episode statistics and the outcome in `info` and `legal_action_mask(state)`."""
-    games = envs.obs.shape[0]
-
-    def one(envs: Envs, key):
-        k_act, k_step = jax.random.split(key)
-        mask = env.legal_action_mask(envs.state)
-        logits, value = network.apply(net, params, envs.obs, mask)
-        action, log_prob = sample(k_act, logits)
-        obs, state, reward, terminated, truncated, info = jax.vmap(
-            env.step, (0, 0, 0, None))(jax.random.split(k_step, games), envs.state, action,
-                                       env_params)
-        done = terminated | truncated
-        stats = {"episodes": done.sum(), "wins": (info["outcome"] > 0).sum(),
-                 "return_sum": jnp.where(done, info["returned_episode_returns"], 0.0).sum(),
-                 "length_sum": jnp.where(done, info["returned_episode_lengths"], 0).sum(),
-                 "truncated": truncated.sum()}
-        return Envs(state, obs), (Transition(envs.obs, mask, action, log_prob, value,
-                                               reward, done), stats)
-
-    envs, (transitions, stats) = jax.lax.scan(one, envs, jax.random.split(key, steps))
+    environment (`rollout_step`, scanned). `env` may be wrapped by gymnax's wrappers
+    (`envs.state` then theirs): it only needs gymnax's `step`, the episode statistics and
+    the outcome in `info` and `legal_action_mask(state)`."""
+    step = functools.partial(rollout_step, env, net, params, env_params)
+    envs, (transitions, stats) = jax.lax.scan(step, envs, jax.random.split(key, steps))
     return envs, transitions, jax.tree.map(jnp.sum, stats)
 
 
@@ -320,9 +323,8 @@ def update(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, envs: 
     p, net = config.ppo, network.make_network(config.network)
     key, k_pool, k_roll, k_epochs = jax.random.split(state.train.key, 4)
     params = state.train.params
-    envs, transitions, stats = rollout(env, net, params,
-                                         opponent_params(config, state, k_pool), envs,
-                                         k_roll, p.num_steps)
+    envs, transitions, stats = rollout(env, net, params, opponent_params(config, state, k_pool),
+                                       envs, k_roll, p.num_steps)
     _, last_value = network.apply(net, params, envs.obs, env.legal_action_mask(envs.state))
     advantages, targets = gae(transitions, last_value, p.gamma, p.gae_lambda)
     flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]),
@@ -339,15 +341,19 @@ def update(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, envs: 
 SUMMED = ("episodes", "wins", "return_sum", "length_sum", "truncated")  # over a call
 
 
+def scanned_update(env: wrappers.SingleAgent, config: PPOConfig, carry, _):
+    """`update` as a step of `jax.lax.scan`: ((state, envs), metrics)."""
+    state, envs, metrics = update(env, config, *carry)
+    return (state, envs), metrics
+
+
 def updates(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, envs: Envs):
     """`training.updates_per_call` updates, scanned: (state, envs, metrics), the
     metrics summed (episode counts, `SUMMED`) or averaged (losses) over them. `env` and
     `config` are static under `jit`."""
-    def one(carry, _):
-        state, envs, metrics = update(env, config, *carry)
-        return (state, envs), metrics
-    (state, envs), metrics = jax.lax.scan(one, (state, envs), None,
-                                            length=config.training.updates_per_call)
+    (state, envs), metrics = jax.lax.scan(functools.partial(scanned_update, env, config),
+                                          (state, envs), None,
+                                          length=config.training.updates_per_call)
     return state, envs, {k: v.sum() if k in SUMMED else v.mean() for k, v in metrics.items()}
 
 
