@@ -41,8 +41,8 @@ import jax.numpy as jnp
 import mctx
 
 import trictrac_jax as tt
-from trictrac_jax.az import config as C
-from trictrac_jax.az import network as N
+from trictrac_jax.az import config as config_lib
+from trictrac_jax.az import network
 from trictrac_jax.az.run import code_version
 from trictrac_jax.az import search as S
 from trictrac_jax.az import training as T
@@ -94,7 +94,7 @@ MAX_FILE_BYTES = 16 * 2**20  # the raw trace's tar kept in --out only below this
 def base_config(games=None, simulations=None, algorithm=None, moves=1):
     """configs/base.yaml with the given games, simulations and algorithm, `moves` decisions
     per self-play call and a replay buffer of one call."""
-    config = C.load_config(BASE_CONFIG)
+    config = config_lib.load_config(BASE_CONFIG)
     games = games or config.selfplay.batch_size
     overrides = [f"selfplay.batch_size={games}", f"selfplay.steps_per_iteration={moves}",
                  f"replay.capacity={games * moves}", "replay.min_size=1"]
@@ -103,7 +103,7 @@ def base_config(games=None, simulations=None, algorithm=None, moves=1):
                       f"search.max_num_considered_actions={min(simulations, 16)}"]
     if algorithm:
         overrides.append(f"search.algorithm={algorithm}")
-    return C.load_config(BASE_CONFIG, overrides)
+    return config_lib.load_config(BASE_CONFIG, overrides)
 
 
 class Budget:
@@ -250,7 +250,7 @@ def split(config, steps, min_seconds):
              ("engine (`step_deterministic` + `chance_step`)", sims, engine,
               (states, actions, outcomes)),
              ("network (`network.apply`)", evaluations_per_search(config),
-              lambda p, obs, mask: N.apply(net, p, obs, mask),
+              lambda p, obs, mask: network.apply(net, p, obs, mask),
               (params, states.observation, states.legal_action_mask))]
     rows = []
     for name, count, fn, args in parts:
@@ -333,7 +333,7 @@ def iteration_time(overrides, min_seconds):
     """Seconds of one training iteration of base.yaml with `overrides` as `train/az.py` runs
     it (`training.selfplay_step`, then `training.train_step`, each jitted): the first
     (compiling) and the fastest of at least 3 after it, with the self-play's share."""
-    config = C.load_config(BASE_CONFIG, list(overrides))
+    config = config_lib.load_config(BASE_CONFIG, list(overrides))
     play = jax.jit(T.selfplay_step, static_argnums=0, donate_argnums=(2, 3))
     train = jax.jit(T.train_step, static_argnums=0, donate_argnums=(1,))
     state = T.init_state(config, jax.random.PRNGKey(0))

@@ -31,7 +31,7 @@ from pathlib import Path
 import jax
 from jax.sharding import Mesh
 
-from trictrac_jax.az import config as C
+from trictrac_jax.az import config as config_lib
 from trictrac_jax.az import training as T
 from trictrac_jax.az.run import code_version
 from trictrac_jax.tools import gpu_program as G
@@ -79,7 +79,7 @@ CALIBRATION_DATA = Path(__file__).resolve().parent / "data" / "h100-calibration.
 SELFPLAY_LOOP = "selfplay.py:play"  # `gpu_program.Loop.where` of the self-play decisions
 
 
-def iteration_program(config: C.Config, target: G.Target = G.H100):
+def iteration_program(config: config_lib.Config, target: G.Target = G.H100):
     """One training iteration of `config`: self-play, then the updates, on `target`'s
     device. Returns the iteration's `Program` and that of one self-play decision of every
     game (an iteration of its self-play loop: a search, then the step), read from the same
@@ -384,13 +384,13 @@ def model_section(rows) -> list[str]:
     return lines
 
 
-def searched(config: C.Config) -> str:
+def searched(config: config_lib.Config) -> str:
     s = config.search
     return (f"{config.selfplay.batch_size:,} games, {s.num_simulations} simulations, "
             f"{s.algorithm}, {s.max_actions} action columns")
 
 
-def iterated(config: C.Config) -> str:
+def iterated(config: config_lib.Config) -> str:
     sp, tc = config.selfplay, config.training
     return (f"{sp.steps_per_iteration} self-play decisions of {sp.batch_size:,} games (a "
             f"search each), then {tc.updates_per_iteration} updates of "
@@ -414,13 +414,13 @@ def run(args, command) -> dict:
     compile_times = [] if args.no_compile_time else [
         *measure.compile_rows(names, measure.COMPILE_GAMES, RANDOM_STEPS),
         *measure.compile_rows(names, measure.COMPILE_GAMES, RANDOM_STEPS, G.H100.name)]
-    config = C.load_config(BASE_CONFIG)
+    config = config_lib.load_config(BASE_CONFIG)
     sp = config.selfplay
     measure.log("one training iteration of configs/base.yaml (its searches inside)")
     iteration, decision = iteration_program(config)
     search = program_record(decision, sp.batch_size) | {"memory_gb": None}  # the loop's
     iteration = program_record(iteration, sp.batch_size * sp.steps_per_iteration)
-    tpu_config = C.load_config(TPU_CONFIG)
+    tpu_config = config_lib.load_config(TPU_CONFIG)
     measure.log("configs/tpu.yaml for a TPU v5e: one training iteration")
     # A TPU compile takes minutes at large batches: the smallest game count and the plain
     # loop only, and the training iteration alone (its searches are inside it).

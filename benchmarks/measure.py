@@ -25,7 +25,7 @@ from trictrac_jax.agents import random_agent
 from trictrac_jax.arrays import select_tree
 from trictrac_jax.lowering import game_minor
 from trictrac_jax.state import TS_HOLD_OR_GO
-from trictrac_jax.az import config as C
+from trictrac_jax.az import config as config_lib
 from trictrac_jax.az import training as T
 
 TRICTRAC, BACKGAMMON = "trictrac", "pgx backgammon"
@@ -277,7 +277,7 @@ def measure_selfplay(name, batch, steps, min_seconds):
 def measure_search(algorithm, simulations, games, min_seconds):
     """Moves/s of self-play with search (no updates) in `games` parallel games, the quick
     config's network (128 x 2, untrained); a dict of the figures."""
-    config = C.load_config(None, [
+    config = config_lib.load_config(None, [
         *SEARCH_OVERRIDES, f"selfplay.batch_size={games}", f"search.algorithm={algorithm}",
         f"search.num_simulations={simulations}",
         f"search.max_num_considered_actions={min(simulations, 16)}"])

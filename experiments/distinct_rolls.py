@@ -22,10 +22,10 @@ import numpy as np
 
 from trictrac_jax import devices
 from trictrac_jax.az import model as M
-from trictrac_jax.az import network_agents
+from trictrac_jax.league import network_agents
 from trictrac_jax.az import search as S
 from trictrac_jax.tools import positions, rate
-from trictrac_jax.worths import candidate_worths
+from trictrac_jax.ranking import candidate_worths
 
 # name -> (distinct rolls, the network's inference dtype); the first is the exact lookahead
 FORMS = {"36 ordered rolls": (False, "float32"),

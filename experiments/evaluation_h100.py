@@ -29,10 +29,10 @@ from trictrac_jax.tools import gpu_program as G  # before any JAX computation
 
 import jax
 
-from trictrac_jax.az import config as C
-from trictrac_jax.az import network_agents
+from trictrac_jax.az import config as config_lib
+from trictrac_jax.league import network_agents
 from trictrac_jax.az import training as T
-from trictrac_jax.az.evaluation import play_match
+from trictrac_jax.league.matches import play_match
 from trictrac_jax.az import run
 from trictrac_jax.env import Trictrac
 from benchmarks import measure
@@ -49,7 +49,7 @@ COMPILE_MEASURED_S = 34.0 / 3  # one evaluator
 ITERATION_MEASURED_S = 0.71
 
 
-def turn_program(config: C.Config, opponent: str, target: G.Target = G.H100) -> G.Program:
+def turn_program(config: config_lib.Config, opponent: str, target: G.Target = G.H100) -> G.Program:
     """One turn of the run's evaluation match against `opponent`, read from the compiled
     match (its loop's body)."""
     ev = config.evaluation
@@ -68,7 +68,7 @@ def turn_program(config: C.Config, opponent: str, target: G.Target = G.H100) -> 
     return turn
 
 
-def turn_seconds(config: C.Config) -> dict[str, float]:
+def turn_seconds(config: config_lib.Config) -> dict[str, float]:
     """Each opponent's turn, seconds (H100 estimate)."""
     seconds = {}
     for opp in config.evaluation.opponents:
@@ -78,7 +78,7 @@ def turn_seconds(config: C.Config) -> dict[str, float]:
     return seconds
 
 
-def share_rows(turn_s: float, turns: float, iteration_s: float, config: C.Config) -> dict:
+def share_rows(turn_s: float, turns: float, iteration_s: float, config: config_lib.Config) -> dict:
     """An evaluation's seconds, and its share of the wall clock at `evaluation.every`
     iterations and over the run (its evaluators compiled once)."""
     ev, iterations = config.evaluation, config.training.iterations
@@ -101,13 +101,13 @@ def main(argv=None):
     args = p.parse_args(argv)
     os.environ["TRICTRAC_LOWERING"] = "gpu"  # the engine's accelerator lowering, as an H100 runs it
     jax.config.update("jax_platforms", "cpu")  # compile-only devices need no backend
-    config = C.load_config(BASE_CONFIG)
+    config = config_lib.load_config(BASE_CONFIG)
     measure.log("compiling one training iteration of configs/base.yaml for an H100")
     iteration_s = G.H100_MODEL.seconds(iteration_program(config)[0])
     settings = {"base.yaml": config,
-                **{c: C.load_config(BASE_CONFIG, shlex.split(c)) for c in args.candidate}}
+                **{c: config_lib.load_config(BASE_CONFIG, shlex.split(c)) for c in args.candidate}}
     if args.before or args.turns is None:
-        settings = {"before (ea19265)": C.load_config(BASE_CONFIG, BEFORE), **settings}
+        settings = {"before (ea19265)": config_lib.load_config(BASE_CONFIG, BEFORE), **settings}
     turns = {name: turn_seconds(c) for name, c in settings.items()}
     count = args.turns or BEFORE_MEASURED_S / sum(turns["before (ea19265)"].values())
     print(f"`{shlex.join(['python', '-m', 'experiments.evaluation_h100', *argv])}`, code at "

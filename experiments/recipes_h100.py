@@ -26,8 +26,7 @@ from trictrac_jax.tools import gpu_program as G  # before any JAX computation
 
 import jax
 
-from trictrac_jax.az import config as C
-from trictrac_jax.az import search as S
+from trictrac_jax.az import config as config_lib
 from trictrac_jax.az import selfplay
 from trictrac_jax.az import training as T
 from trictrac_jax.az.model import model_from_config
@@ -39,24 +38,23 @@ from experiments.recipes import SEARCHES
 TIME_LABEL = "H100 estimate (compiled program, model in docs/gpu-program.md)"
 
 
-def decision_program(config: C.Config, target: G.Target = G.H100, top: int = 10
+def decision_program(config: config_lib.Config, target: G.Target = G.H100, top: int = 10
                      ) -> G.Program:
     """One self-play decision of every game of `config` (its search, exploring, then the
     step), compiled alone for `target`'s device and read (its `top` costliest kernels)."""
     model = model_from_config(config)
-    search_fn = functools.partial(S.search, model=model, config=config.search, explore=True)
-    decide = functools.partial(selfplay.decide, model=model, search_fn=search_fn)
+    decide = functools.partial(selfplay.decide, model=model, search_config=config.search)
     key = jax.random.PRNGKey(0)
     params = jax.eval_shape(lambda k: T.new_state(config, k).params, key)
-    actors = jax.eval_shape(
-        lambda k: selfplay.start(model.env, k, config.selfplay.batch_size), key)
-    return G.read(G.compile_for(target, decide, params, key, actors, donate_argnums=(2,)), top)
+    games = jax.eval_shape(
+        lambda k: selfplay.start(k, config.selfplay.batch_size), key)
+    return G.read(G.compile_for(target, decide, params, games, key, donate_argnums=(1,)), top)
 
 
 def recipe_row(name: str, overrides, games: int) -> dict:
     """The compiled decision of recipe `name` (base.yaml with `overrides`) at `games`
     games, as `gpu_report.program_record` (moves/s per decision of every game)."""
-    config = C.load_config(BASE_CONFIG, [*overrides, f"selfplay.batch_size={games}"])
+    config = config_lib.load_config(BASE_CONFIG, [*overrides, f"selfplay.batch_size={games}"])
     start = time.perf_counter()
     record = program_record(decision_program(config), games)
     return {"recipe": name, "overrides": list(overrides), "games": games, **record,
@@ -92,7 +90,8 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--recipe", action="append", choices=sorted(SEARCHES),
                    help="a recipe to compile (repeatable; default: all)")
-    p.add_argument("--games", type=int, default=C.load_config(BASE_CONFIG).selfplay.batch_size,
+    p.add_argument("--games", type=int,
+                   default=config_lib.load_config(BASE_CONFIG).selfplay.batch_size,
                    help="games decided at once (default: base.yaml's selfplay.batch_size)")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)

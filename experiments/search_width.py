@@ -28,9 +28,9 @@ import jax
 import numpy as np
 
 from trictrac_jax import devices
-from trictrac_jax.az import config as C
-from trictrac_jax.az import network_agents
-from trictrac_jax.az import network as N
+from trictrac_jax.az import config as config_lib
+from trictrac_jax.league import network_agents
+from trictrac_jax.az import network
 from trictrac_jax.az import search as S
 from trictrac_jax.az.model import model_from_config
 from trictrac_jax.agents import random_agent
@@ -113,9 +113,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.agreement:
         return agreement(args)
-    config = C.load_config(args.config)
+    config = config_lib.load_config(args.config)
     model = model_from_config(config)
-    params = N.init_params(model.net, jax.random.PRNGKey(0))
+    params = network.init_params(model.net, jax.random.PRNGKey(0))
     states = positions(model.env, jax.random.PRNGKey(1), args.games, 40)
     print(f"{args.games} games, {jax.devices()[0].platform}; seconds per decision")
     print("| search | simulations | K | search s | mctx alone s |\n|---|---|---|---|---|")

@@ -29,8 +29,7 @@ import time
 import jax
 
 from trictrac_jax import devices
-from trictrac_jax.az import network_agents
-from trictrac_jax.az.evaluation import summarise
+from trictrac_jax.league import network_agents
 from trictrac_jax.tools import positions, rate
 from experiments.recipes import SEARCHES, TD
 
@@ -70,7 +69,7 @@ def rate_mark(name: str, checkpoint: pathlib.Path, bench, states, last: bool, ar
     if last:
         match = network_agents.evaluator(config, args.opponent, args.games,
                                          network_agents.Play(lookahead=32))
-        result = summarise(match(params, jax.random.PRNGKey(args.seed)))
+        result = match(params, jax.random.PRNGKey(args.seed))
         lo, hi = result.interval()
         row["match"] = {"win_rate": result.win_rate, "lo": lo, "hi": hi, "games": result.games}
     return row

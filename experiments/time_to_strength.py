@@ -25,8 +25,8 @@ import time
 import jax
 
 from trictrac_jax import devices
-from trictrac_jax.az import champion, network_agents
-from trictrac_jax.az.evaluation import summarise
+from trictrac_jax.az import champion
+from trictrac_jax.league import network_agents
 from experiments.recipes import SEARCHES, TD
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]  # train.az runs from here
@@ -76,7 +76,7 @@ def rate(path: pathlib.Path, opponent: str, games: int, lookahead: int, seed: in
     params, config, provenance = champion.load(path)
     match = network_agents.evaluator(config, opponent, games,
                               network_agents.Play(lookahead=lookahead))
-    result = summarise(match(params, jax.random.PRNGKey(seed)))
+    result = match(params, jax.random.PRNGKey(seed))
     lo, hi = result.interval()
     return {**provenance, "win_rate": result.win_rate, "lo": lo, "hi": hi,
             "games": result.games, "summary": result.summary()}

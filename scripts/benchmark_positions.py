@@ -35,7 +35,7 @@ import numpy as np
 from trictrac_jax import devices
 from trictrac_jax import io
 from trictrac_jax.az import expectimax as X
-from trictrac_jax.az import network_agents
+from trictrac_jax.league import network_agents
 from trictrac_jax.az.model import model_from_config
 from trictrac_jax.env import Trictrac, has_choice
 from trictrac_jax.state import TS_HOLD_OR_GO

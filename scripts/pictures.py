@@ -18,7 +18,7 @@ import jax
 from trictrac_jax import agents, devices, render
 from trictrac_jax.env import new_game
 from trictrac_jax.state import State
-from trictrac_jax.tools import notation as N
+from trictrac_jax.tools import notation
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "docs" / "images"  # where the pictures go
@@ -38,15 +38,15 @@ class Roll(NamedTuple):
 
 def rolls(seed: int, count: int):
     """The first `count` rolls of a game of `agents.greedy_agent` against itself."""
-    k, agent = N.kernels(), jax.jit(agents.greedy_agent)
+    k, agent = notation.kernels(), jax.jit(agents.greedy_agent)
     key, state = jax.random.PRNGKey(seed), new_game()
     for index in range(count):
         key, outcome, agent_key = k.draw(key)
         roll = k.roll(state, outcome)
         dice = tuple(int(d) for d in roll.state._dice)
-        jans = [s.name for s in N.jan_scores(int(state.current_player), dice, roll.jans,
+        jans = [s.name for s in notation.jan_scores(int(state.current_player), dice, roll.jans,
                                              roll.listed)]
-        yield Roll(index, state, roll.state, N.roll_report(state, roll), jans)
+        yield Roll(index, state, roll.state, notation.roll_report(state, roll), jans)
         state = k.decide(roll.state, int(agent(agent_key, roll.state)))
         if bool(state.done):
             return

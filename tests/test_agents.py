@@ -15,11 +15,11 @@ from trictrac_jax.agents import first_agent, greedy_agent, greedy_worth, random_
 from trictrac_jax.az import search as S
 from trictrac_jax.az.checkpoint import CheckpointError
 from trictrac_jax.az.model import model_from_config, rolled_worth
-from trictrac_jax.az.network_agents import (Play, checkpoint_agent, load_agent, load_network,
+from trictrac_jax.league.network_agents import (Play, checkpoint_agent, load_agent, load_network,
                                             split_spec)
 from trictrac_jax.env import has_choice
 from trictrac_jax.state import NUM_ACTIONS, TS_HOLD_OR_GO
-from trictrac_jax.worths import candidate_worths
+from trictrac_jax.ranking import candidate_worths
 from tests.test_search import random_play
 
 ENV = tt.Trictrac(max_steps=1000)
@@ -197,7 +197,7 @@ def test_candidate_passes_of_both_lowerings_agree(positions, monkeypatch):
 def test_agents_import_the_engine_only():
     code = ("import sys, trictrac_jax.agents; "
             "print(sorted(m for m in ('trictrac_jax.az.training', 'trictrac_jax.az.search', "
-            "'trictrac_jax.az.network_agents', 'trictrac_jax.az.network', 'mctx', 'optax', "
+            "'trictrac_jax.league.network_agents', 'trictrac_jax.az.network', 'mctx', 'optax', "
             "'orbax.checkpoint') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

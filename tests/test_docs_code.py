@@ -106,3 +106,21 @@ def test_blocks_of_optional_extras_run_as_written(code, tmp_path):
         pytest.skip(f"imports {module}: needs {OPTIONAL[module]}")
     problem = run_block(code, tmp_path, {})
     assert problem is None, problem
+
+
+def test_each_study_of_experiments_readme_takes_help(capsys):
+    """experiments/README.md: each study listed there answers `--help` (`recipes.py`, data,
+    is listed as such and has no command line)."""
+    pytest.importorskip("mctx", reason="the studies need the train extra")
+    import importlib
+    listed = re.findall(r"^\| `(\w+)\.py` \|", (ROOT / "experiments" / "README.md").read_text(),
+                        re.M)
+    assert "recipes" in listed and len(listed) > 3
+    for name in listed:
+        module = importlib.import_module(f"experiments.{name}")
+        if name == "recipes":
+            assert not hasattr(module, "main")
+            continue
+        with pytest.raises(SystemExit) as done:
+            module.main(["--help"])
+        assert done.value.code == 0 and "usage:" in capsys.readouterr().out, name

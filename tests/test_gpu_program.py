@@ -80,7 +80,7 @@ def test_lookahead_passes_have_a_known_count(monkeypatch):
     valid candidates in passes while any remain: a loop of unknown length."""
     from trictrac_jax import lowering
     from trictrac_jax.state import NUM_ACTIONS
-    from trictrac_jax.worths import candidate_worths
+    from trictrac_jax.ranking import candidate_worths
     gpu, per_game = lowering.LOWERINGS["gpu"], lowering.LOWERINGS["gpu"].every_pair_up_to
     worth = lambda s, a: jnp.sum(jnp.sin(s.observation), -1) * a
 

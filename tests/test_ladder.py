@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from train import ladder as script
-from trictrac_jax.az import ladder as L
+from trictrac_jax.league import ladder as L
 
 TRUE_ELO = np.array([0.0, 120.0, 250.0, 480.0])
 

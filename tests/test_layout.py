@@ -1,9 +1,10 @@
-"""The package's layers: the engine (`trictrac_jax`), the learning stack (`trictrac_jax.az`,
-AlphaZero, and `trictrac_jax.rl`, RL beyond it, which share one layer) and the tools
-(`trictrac_jax.tools`); imports flow tools -> az, rl -> engine, never back, and no module
-imports itself through others. The wheel (`pip wheel --no-deps .`) holds the package alone,
-no benchmark, study or script, and its licence files; its metadata names the licence and
-`trictrac_jax.__version__`."""
+"""The package's layers, each a package: the engine (`trictrac_jax`), the AlphaZero stack
+(`trictrac_jax.az`), PPO on top of it (`trictrac_jax.rl`), what both learners share
+(`trictrac_jax.league`: agents of either's runs, matches, the ladder, a run set up) and the
+tools (`trictrac_jax.tools`); imports flow tools -> league -> rl -> az -> engine, never
+back, and no module imports itself through others. The wheel (`pip wheel --no-deps .`) holds
+the package alone, no benchmark, study or script, and its licence files; its metadata names
+the licence and `trictrac_jax.__version__`."""
 import ast
 import email.message
 import email.parser
@@ -20,7 +21,8 @@ import pytest
 import trictrac_jax
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "trictrac_jax"
-LAYERS = {"engine": 0, "az": 1, "rl": 1, "tools": 2}
+LAYERS = {"engine": 0, "az": 1, "rl": 2, "league": 3, "tools": 4}
+ENGINE_PACKAGES = {"moves"}  # subpackages of the engine itself: the engine's layer
 # What `pip wheel .` reads: the project's metadata, its readme and licences, the package
 WHEEL_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "NOTICE", "LICENSES", "trictrac_jax")
 
@@ -32,7 +34,7 @@ def module_name(path):
 
 def layer(module):
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in ("az", "rl", "tools") else "engine"
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "engine"
 
 
 def imports_of(path, modules):
@@ -62,10 +64,16 @@ def import_graph():
     return {module_name(p): imports_of(p, modules) for p in paths}
 
 
-def test_imports_flow_from_tools_to_az_to_engine():
+def test_every_package_has_a_layer():
+    """A new subpackage is given its layer here before anything can import it."""
+    packages = {p.parent.name for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE}
+    assert packages == (set(LAYERS) - {"engine"}) | ENGINE_PACKAGES
+
+
+def test_imports_flow_down_the_layers():
     graph = import_graph()
     assert {"trictrac_jax.env", "trictrac_jax.az.search", "trictrac_jax.rl.ppo",
-            "trictrac_jax.tools.play"} <= set(graph)
+            "trictrac_jax.league.runs", "trictrac_jax.tools.play"} <= set(graph)
     upward = [(m, t) for m, targets in graph.items() for t in targets
               if LAYERS[layer(t)] > LAYERS[layer(m)]]
     assert upward == [], f"imports against the layers: {upward}"
@@ -98,7 +106,7 @@ def test_the_engine_loads_alone():
                                 text=True).stdout.split())
     assert "trictrac_jax.env" in loaded
     above = sorted(m for m in loaded
-                   if m.startswith(("trictrac_jax.az", "trictrac_jax.rl", "trictrac_jax.tools"))
+                   if m.split(".")[:2][-1] in set(LAYERS) - {"engine"}
                    or m.split(".")[0] in ("mctx", "optax", "orbax", "chex", "pgx", "pyspiel",
                                           "gymnax", "flax"))
     assert above == []
@@ -134,7 +142,8 @@ def test_the_wheel_holds_the_package_alone(wheel):
     names = wheel.namelist()
     tops = {n.split("/")[0] for n in names}
     assert tops == {"trictrac_jax", f"trictrac_jax-{trictrac_jax.__version__}.dist-info"}, tops
-    for path in ("trictrac_jax/rl/ppo.py", "trictrac_jax/tools/web.py",
+    for path in ("trictrac_jax/rl/ppo.py", "trictrac_jax/league/runs.py",
+                 "trictrac_jax/moves/lists.py", "trictrac_jax/tools/web.py",
                  "trictrac_jax/data/first_positions.npz", "trictrac_jax/az/data/champion2.msgpack",
                  "trictrac_jax/tools/web_static/index.html"):
         assert path in names, path

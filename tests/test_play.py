@@ -9,7 +9,7 @@ import pytest
 
 import trictrac_jax as tt
 from trictrac_jax import agents, render
-from trictrac_jax.tools import notation as N
+from trictrac_jax.tools import notation
 from trictrac_jax.tools import play
 from trictrac_jax.agents import first_agent, random_agent
 
@@ -28,7 +28,7 @@ class Script(io.StringIO):
 
 def decision_states(seed: int, count: int):
     """Decision states of a random game (and the states from which each roll was made)."""
-    k = N.kernels()
+    k = notation.kernels()
     agent = jax.jit(random_agent)
     key = jax.random.PRNGKey(seed)
     state = k.roll(tt.new_game(), 20).state
@@ -48,15 +48,15 @@ def states():
 
 
 def test_move_text_and_parse_moves_are_inverse():
-    assert N.move_text([1, 6, 6, 11]) == "1-6 6-11"
-    assert N.move_text([20, 0, 22, 0]) == "20-off 22-off"
-    assert N.move_text([24, 19, 0, 0]) == "24-19"
-    assert N.move_text([0, 0, 0, 0]) == "pass"
+    assert notation.move_text([1, 6, 6, 11]) == "1-6 6-11"
+    assert notation.move_text([20, 0, 22, 0]) == "20-off 22-off"
+    assert notation.move_text([24, 19, 0, 0]) == "24-19"
+    assert notation.move_text([0, 0, 0, 0]) == "pass"
     for text in ("1-6 6-11", "20-off 22-off", "24-19"):
-        pairs = N.parse_moves(text)
-        assert N.move_text([x for p in pairs for x in p] + [0, 0] * (2 - len(pairs))) == text
-    assert N.parse_moves("1/6, 6/11") == ((1, 6), (6, 11))
-    assert N.parse_moves("20-0") == ((20, 0),)
+        pairs = notation.parse_moves(text)
+        assert notation.move_text([x for p in pairs for x in p] + [0, 0] * (2 - len(pairs))) == text
+    assert notation.parse_moves("1/6, 6/11") == ((1, 6), (6, 11))
+    assert notation.parse_moves("20-0") == ((20, 0),)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -65,46 +65,46 @@ def test_move_text_and_parse_moves_are_inverse():
     ("1-2 2-3 3-4", "at most two"),
 ])
 def test_parse_moves_refuses_bad_notation(text, message):
-    with pytest.raises(N.ChoiceError, match=message):
-        N.parse_moves(text)
+    with pytest.raises(notation.ChoiceError, match=message):
+        notation.parse_moves(text)
 
 
 def test_every_listed_move_is_chosen_back_by_number_and_notation(states):
     seen_go = False
     for state in states:
-        moves = N.legal_moves(state)
+        moves = notation.legal_moves(state)
         legal = set(np.flatnonzero(np.asarray(state.legal_action_mask)).tolist())
         assert {a for a, _ in moves} == legal
-        for n, (action, notation) in enumerate(moves, 1):
-            assert N.parse_choice(str(n), moves) == action
-            chosen = N.parse_choice(notation.upper(), moves)
+        for n, (action, written) in enumerate(moves, 1):
+            assert notation.parse_choice(str(n), moves) == action
+            chosen = notation.parse_choice(written.upper(), moves)
             # two actions can name the same moves (one per die order): either is that move
-            assert dict(moves)[chosen] == notation
-        seen_go |= N.GO in legal
+            assert dict(moves)[chosen] == written
+        seen_go |= notation.GO in legal
     assert seen_go, "no hold-or-go decision in the sample: choose another seed"
 
 
 def test_parse_choice_explains_what_is_wrong(states):
-    state = next(s for s in states if N.GO not in dict(N.legal_moves(s)))
-    moves = N.legal_moves(state)
+    state = next(s for s in states if notation.GO not in dict(notation.legal_moves(s)))
+    moves = notation.legal_moves(state)
     for text, message in [("", "type the number"), ("0", "no move number 0"),
                           (str(len(moves) + 1), f"choose 1 to {len(moves)}"),
                           ("go", "only possible right after winning a hole"),
                           ("hold", "choose one of the listed moves"),
                           ("13-14 14-15", "not a legal move here")]:
-        with pytest.raises(N.ChoiceError, match=message):
-            N.parse_choice(text, moves)
+        with pytest.raises(notation.ChoiceError, match=message):
+            notation.parse_choice(text, moves)
 
 
 def test_moves_in_either_order_name_the_same_action(states):
     for state in states:
-        moves = N.legal_moves(state)
+        moves = notation.legal_moves(state)
         notations = {t for _, t in moves}
-        for action, notation in moves:
-            parts = notation.split()
+        for action, written in moves:
+            parts = written.split()
             swapped = " ".join(reversed(parts))
             if len(parts) == 2 and swapped not in notations:
-                assert N.parse_choice(swapped, moves) == action
+                assert notation.parse_choice(swapped, moves) == action
                 return
     pytest.fail("no move whose reverse order is not itself listed")
 
@@ -112,27 +112,27 @@ def test_moves_in_either_order_name_the_same_action(states):
 def test_moves_with_one_result_are_listed_once(states):
     """`1-3 1-5` and `1-5 1-3` (or `1-4 4-6` and `1-3 3-6`) leave the same afterstate: the
     list shows one of them, and the other's notation chooses it."""
-    k = N.kernels()
+    k = notation.kernels()
     twins = 0
     for state in states[::4]:
-        moves = N.legal_moves(state, k)
-        listed = N.distinct_moves(moves)
-        results = [N.result_of(t) for a, t in listed if a != N.GO]
+        moves = notation.legal_moves(state, k)
+        listed = notation.distinct_moves(moves)
+        results = [notation.result_of(t) for a, t in listed if a != notation.GO]
         assert len(set(results)) == len(results)
-        by_result = {N.result_of(t): a for a, t in listed if a != N.GO}
-        for action, notation in moves:
-            if action == N.GO or by_result[N.result_of(notation)] == action:
+        by_result = {notation.result_of(t): a for a, t in listed if a != notation.GO}
+        for action, written in moves:
+            if action == notation.GO or by_result[notation.result_of(written)] == action:
                 continue
             twins += 1
-            shown = by_result[N.result_of(notation)]
-            assert N.parse_choice(notation, listed) == shown
+            shown = by_result[notation.result_of(written)]
+            assert notation.parse_choice(written, listed) == shown
             same = jax.tree.map(np.array_equal, k.decide(state, action), k.decide(state, shown))
-            assert all(jax.tree.leaves(same)), (notation, dict(listed)[shown])
+            assert all(jax.tree.leaves(same)), (written, dict(listed)[shown])
     assert twins >= 10, "too few moves with a twin in the sample: choose another seed"
 
 
 def test_jan_points_add_up_to_the_engines_points(states):
-    k = N.kernels()
+    k = notation.kernels()
     made = set()
     for state in states[::2]:
         afterstate = k.decide(state, int(np.flatnonzero(np.asarray(state.legal_action_mask))[0]))
@@ -142,14 +142,14 @@ def test_jan_points_add_up_to_the_engines_points(states):
         for outcome in range(0, 36, 5):
             roll = k.roll(afterstate, outcome)
             dice = tuple(int(d) for d in tt.CHANCE_DICE[outcome])
-            scores = N.jan_scores(roller, dice, roll.jans, roll.listed)
+            scores = notation.jan_scores(roller, dice, roll.jans, roll.listed)
             points = np.asarray(roll.jans.points)
             assert sum(s.points for s in scores if s.scorer == roller) == points[0]
             assert sum(s.points for s in scores if s.scorer != roller) == points[1]
             for s in scores:
                 assert s.ways == len(s.moves) == int(roll.jans.ways[tt.scoring.JANS.index(s.name)])
                 made.add(s.name)
-            report = "\n".join(N.roll_report(afterstate, roll))
+            report = "\n".join(notation.roll_report(afterstate, roll))
             assert f"rolls {dice[0]}-{dice[1]}" in report
             if points[0]:
                 assert f"{render.COLOUR_NAMES[roller]} marks {points[0]} points" in report
@@ -179,7 +179,7 @@ def test_a_scripted_game_survives_bad_input_and_reaches_the_end():
     # each listing shows a move once, whatever way its checkers take
     for listing in re.findall(r"^Legal moves:\n((?:  .*\n)+)", text, re.M):
         notations = re.findall(r"\d+\) (\S+(?: \d+-\S+)?)", listing)
-        results = [N.result_of(n) for n in notations if n != "go"]
+        results = [notation.result_of(n) for n in notations if n != "go"]
         assert notations and len(set(results)) == len(results), listing
 
 
@@ -239,7 +239,7 @@ def test_command_line(capsys):
 
 def test_network_opponents_look_over_the_rolls_by_default(monkeypatch):
     pytest.importorskip("mctx", reason="needs the train extra")
-    from trictrac_jax.az import network_agents
+    from trictrac_jax.league import network_agents
     calls = []
     monkeypatch.setattr(network_agents, "load_agent",
                         lambda spec, play: calls.append((spec, play)) or agents.first_agent)

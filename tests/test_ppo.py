@@ -11,11 +11,13 @@ import pytest
 import yaml
 
 import trictrac_jax as tt
-from trictrac_jax.az import network as N
+from trictrac_jax.az import network
 from train import ppo as train_ppo
-from trictrac_jax.az import network_agents
+from trictrac_jax.league import network_agents
 from trictrac_jax.az import run as az_run  # (`run`: the fixture)
 from trictrac_jax.rl import ppo
+from trictrac_jax.rl import loop
+from trictrac_jax.league import runs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -43,12 +45,12 @@ def run(tmp_path_factory):
         if line.startswith("update     4/"):
             raise Killed
     with pytest.raises(Killed):
-        train_ppo.train(config, log=kill_at_4)
+        runs.train_ppo(config, log=kill_at_4)
     killed = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     log = []
     config, resumed = az_run.resume(train_ppo.parse_args(["--resume", str(run_dir)]), log.append,
-                                 train_ppo.PPO_RUN)
-    train_ppo.train(config, resumed, log.append)
+                                 loop.PPO_RUN)
+    runs.train_ppo(config, resumed, log.append)
     return run_dir, killed, log
 
 
@@ -85,7 +87,7 @@ def test_its_networks_load_as_agents(run):
         assert config.selfplay.value_target == "points"  # configs/ppo.yaml's reward
         action = network_agents.load_agent(spec)(jax.random.PRNGKey(1), state)
         assert state.legal_action_mask[action]
-        expected = N.policy_action(N.make_network(config.network), params, state)
+        expected = network.policy_action(network.make_network(config.network), params, state)
         assert action == expected
     # a directory without PPO checkpoints is not taken for a PPO run
     assert ppo.is_run(run_dir) and not ppo.is_run(ROOT / "configs")

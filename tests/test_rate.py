@@ -11,7 +11,7 @@ import pytest
 
 from trictrac_jax.agents import first_agent
 from trictrac_jax.az import expectimax as X
-from trictrac_jax.az import network_agents
+from trictrac_jax.league import network_agents
 from trictrac_jax.az.model import model_from_config
 from trictrac_jax.env import CHANCE_DICE, DISTINCT_OUTCOMES, Trictrac, dice_to_outcome
 from trictrac_jax.state import TS_HOLD_OR_GO

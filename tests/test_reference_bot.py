@@ -10,7 +10,7 @@ import pytest
 
 import trictrac_jax as tt
 from trictrac_jax import agents
-from trictrac_jax.az import network_agents
+from trictrac_jax.league import network_agents
 from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import TS_HOLD_OR_GO
 

@@ -18,13 +18,15 @@ import numpy as np
 import pytest
 import yaml
 
-from trictrac_jax.az import champion, network_agents
+from trictrac_jax.az import champion
+from trictrac_jax.league import network_agents
 from trictrac_jax.az import run as az_run  # (`run`: the fixture)
-from trictrac_jax.az import checkpoint as C
-from trictrac_jax.az import network as N
+from trictrac_jax.az import checkpoint as checkpoint_lib
+from trictrac_jax.az import network
 from trictrac_jax.az import training as T
 from trictrac_jax.az.config import ConfigError, load_config, to_dict
-from trictrac_jax.az.evaluation import evaluation_fits, wilson
+from trictrac_jax.league import runs
+from trictrac_jax.league.matches import wilson
 from trictrac_jax.state import OBS_SIZE
 from train import az, gpu_run, plot
 from train import eval as eval_script
@@ -50,17 +52,17 @@ FOUR_DEVICES = textwrap.dedent("""
     import json, sys
     import jax
     from tests.test_train import tiny_config
-    from trictrac_jax.az import config as C, training as T
-    config = C.load_config(None, ["selfplay.steps_per_iteration=16"],
+    from trictrac_jax.az import config as config_lib, training as T
+    config = config_lib.load_config(None, ["selfplay.steps_per_iteration=16"],
                            base=tiny_config(sys.argv[1]))
-    C.check_devices(config, jax.device_count())
+    config_lib.check_devices(config, jax.device_count())
     state = T.init_state(config, jax.random.PRNGKey(0))
-    actors, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(1))
-    actors, buffer, stats = jax.jit(T.selfplay_step, static_argnums=0)(
-        config, state.params, actors, buffer, T.replicate(jax.random.PRNGKey(2)))
+    games, buffer = jax.jit(T.start_games, static_argnums=0)(config, jax.random.PRNGKey(1))
+    games, buffer, stats = jax.jit(T.selfplay_step, static_argnums=0)(
+        config, state.params, games, buffer, T.replicate(jax.random.PRNGKey(2)))
     state, metrics = jax.jit(T.train_step, static_argnums=0)(
         config, state, buffer, T.replicate(jax.random.PRNGKey(3)))
-    obs = actors.states.observation
+    obs = games.states.observation
     print(json.dumps({
         "devices": jax.device_count(),
         "games_devices": len(obs.sharding.device_set),
@@ -123,10 +125,10 @@ def test_shipped_configs_are_valid(path):
 
 
 def test_opponents_are_baselines_greedy_k_or_champions():
-    from trictrac_jax.az import config as C
+    from trictrac_jax.az import config as config_lib
     opponents = ["greedy", "greedy:8", "random", "first", "champion", "champion:1",
                  "champion:2@rolls:32"]
-    config = C.load_config(base={"evaluation": {"opponents": opponents}})
+    config = config_lib.load_config(base={"evaluation": {"opponents": opponents}})
     assert config.evaluation.opponents == tuple(opponents)
 
 
@@ -183,7 +185,7 @@ def run(tmp_path_factory):
         if line.startswith("it    3/"):
             raise Killed
     with pytest.raises(Killed):
-        az_run.train(config, log=kill_at_3)
+        runs.train_az(config, log=kill_at_3)
     killed = az_run.load_records(run_dir)
     return run_dir, killed
 
@@ -263,10 +265,10 @@ def test_a_gpu_sized_config_on_a_cpu_is_announced_with_its_duration():
 
 def test_an_evaluation_waits_until_it_fits_its_share():
     """evaluation.max_share: spent + expected <= share x (elapsed + expected)."""
-    fits = lambda spent, elapsed, expected: evaluation_fits(spent, elapsed, expected, 0.1)
+    fits = lambda spent, elapsed, expected: az_run.evaluation_fits(spent, elapsed, expected, 0.1)
     assert fits(0.0, 10.0, 1.0) and not fits(0.0, 8.0, 1.0)  # 1 <= 1.1; 1 > 0.9
     assert not fits(30.0, 299.0, 0.0) and fits(30.0, 300.0, 0.0)  # the compilation first
-    assert evaluation_fits(50.0, 60.0, 5.0, 1.0)  # share 1: whenever due
+    assert az_run.evaluation_fits(50.0, 60.0, 5.0, 1.0)  # share 1: whenever due
 
 
 def test_evaluations_over_budget_are_skipped_and_never_best(run, tmp_path, monkeypatch):
@@ -275,12 +277,12 @@ def test_evaluations_over_budget_are_skipped_and_never_best(run, tmp_path, monke
     best."""
     monkeypatch.setattr(az_run, "evaluation_fits", lambda *args: False)
     config = tiny_config(tmp_path / "thrifty", "checkpoint.keep_last=3")
-    az_run.train(config, log=lambda line: None)
+    runs.train_az(config, log=lambda line: None)
     records = az_run.load_records(tmp_path / "thrifty")
     assert ["vs_random" in r for r in records] == [False, False, True]
     directory = tmp_path / "thrifty" / "checkpoints"
-    assert [C.score(directory, s) for s in (1, 2)] == [-1.0, -1.0]
-    assert C.score(directory, 3) == records[2]["vs_random"]
+    assert [checkpoint_lib.score(directory, s) for s in (1, 2)] == [-1.0, -1.0]
+    assert checkpoint_lib.score(directory, 3) == records[2]["vs_random"]
     assert az_run.best_checkpoint(tmp_path / "thrifty") == 3
 
 
@@ -302,11 +304,10 @@ def test_same_seed_same_iteration(run):
 
     def one_iteration():
         state = T.init_state(config, jax.random.PRNGKey(5))
-        actors, buffer = az_run.start_games_jit(config, jax.random.PRNGKey(6))
-        actors, buffer, _ = az_run.selfplay_step_jit(config, state.params, actors, buffer,
-                                                     T.replicate(jax.random.PRNGKey(7)))
-        state, _ = az_run.train_step_jit(config, state, buffer,
-                                         T.replicate(jax.random.PRNGKey(8)))
+        games, buffer = az_run.start_games(config, jax.random.PRNGKey(6))
+        games, buffer, _ = az_run.selfplay_step(config, state.params, games, buffer,
+                                                T.replicate(jax.random.PRNGKey(7)))
+        state, _ = az_run.train_step(config, state, buffer, T.replicate(jax.random.PRNGKey(8)))
         return jax.device_get((state.params, buffer.steps.policy))
     first, second = one_iteration(), one_iteration()
     assert all(jax.tree.leaves(jax.tree.map(lambda a, b: (a == b).all(), first, second)))
@@ -424,11 +425,11 @@ def test_a_damaged_earlier_checkpoint_is_set_aside(run, tmp_path):
     directory = copy / "checkpoints"
     newest, earlier = sorted(directory.iterdir(), key=lambda p: -int(p.name))[:2]
     garble(earlier / "metrics" / "metrics")
-    moved = C.set_aside(directory, int(newest.name))
+    moved = checkpoint_lib.set_aside(directory, int(newest.name))
     assert [(path, target) for path, target, _ in moved] == \
         [(earlier, copy / "skipped_checkpoints" / earlier.name)]
     assert moved[0][2].startswith(f"{earlier}: cannot read metrics/metrics (JSONDecodeError")
-    checkpointer = C.Checkpointer(copy, 2)  # which reads the metrics of those left
+    checkpointer = checkpoint_lib.Checkpointer(copy, 2)  # which reads the metrics of those left
     assert checkpointer.manager.all_steps() == [int(newest.name)]
     checkpointer.close()
 
@@ -533,7 +534,7 @@ def test_a_run_of_the_lookahead_search_learns_its_values(tmp_path):
                          "search.max_num_considered_actions=3", "replay.bootstrap=1.0",
                          "training.iterations=1",
                          "evaluation.opponents=[]")  # no match to compile
-    record = az_run.train(config, log=lambda line: None)
+    record = runs.train_az(config, log=lambda line: None)
     assert record["updates"] > 0 and np.isfinite(record["value_loss"])
     assert record["policy_loss"] == record["policy_loss"]
 
@@ -558,7 +559,7 @@ def test_bfloat16_inference_evaluates_the_same_parameters():
     np.testing.assert_allclose(half.value, full.value, atol=0.03)
     np.testing.assert_allclose(np.asarray(half.logits)[legal], np.asarray(full.logits)[legal],
                                atol=0.1)
-    assert N.make_network(config.network).dtype == np.float32  # as `T.train_step` makes it
+    assert network.make_network(config.network).dtype == np.float32  # as `T.train_step` makes it
 
 
 def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp_path):
@@ -570,14 +571,14 @@ def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp
                          f"run.init_from={run_dir}", "training.iterations=1",
                          "evaluation.opponents=[]")  # no match to compile
     lines = []
-    state = az_run.warm_start(config, log=lines.append)
+    state = az_run.warm_start(config, runs.init_network(config), log=lines.append)
     assert lines == [f"warm start from {run_dir} (1 blocks, 2 more as the identity)"]
     obs = jax.random.uniform(jax.random.PRNGKey(3), (64, OBS_SIZE))
-    shallow = N.make_network(source_config.network).apply({"params": source}, obs)
-    deep = N.make_network(config.network).apply({"params": state.params}, obs)
+    shallow = network.make_network(source_config.network).apply({"params": source}, obs)
+    deep = network.make_network(config.network).apply({"params": state.params}, obs)
     for a, b in zip(shallow, deep):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
-    az_run.train(config, log=lambda line: None)
+    runs.train_az(config, log=lambda line: None)
     params, _ = network_agents.load_network(str(tmp_path / "deep"))
     new_block = params["ResidualBlock_2"]["Dense_1"]["kernel"]
     assert np.abs(np.asarray(new_block)).max() > 0  # the identity blocks learn
@@ -588,9 +589,9 @@ TWO_PROCESSES = textwrap.dedent("""
     import jax
     import numpy as np
     from train import az
-    from trictrac_jax.az import checkpoint as C, run
+    from trictrac_jax.az import checkpoint, run
     seen = {"saved": [], "games": []}
-    save, selfplay = C.Checkpointer.save, run.selfplay_step_jit
+    save, selfplay = checkpoint.Checkpointer.save, run.selfplay_step
 
     def record_save(self, iteration, state, config, score):
         leaves = jax.tree.leaves(state.params)
@@ -601,13 +602,13 @@ TWO_PROCESSES = textwrap.dedent("""
         save(self, iteration, state, config, score)
 
     def record_selfplay(*args):
-        actors, buffer, stats = selfplay(*args)
-        obs = actors.states.observation
+        games, buffer, stats = selfplay(*args)
+        obs = games.states.observation
         shard = obs.addressable_shards[0].data.shape[0]
         seen["games"].append([len(obs.sharding.device_set), shard])
-        return actors, buffer, stats
+        return games, buffer, stats
     record_selfplay.lower = selfplay.lower  # compiled before the first iteration
-    C.Checkpointer.save, run.selfplay_step_jit = record_save, record_selfplay
+    checkpoint.Checkpointer.save, run.selfplay_step = record_save, record_selfplay
     code = az.main(sys.argv[1:])
     print(json.dumps({"code": code, "process": jax.process_index(),
                       "processes": jax.process_count(), **seen}))
@@ -794,7 +795,7 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
     for spec in (str(exported), str(run_dir)):
         config = tiny_config(tmp_path / f"warm{len(spec)}", f"run.init_from={spec}",
                              "training.iterations=1")
-        state = az_run.warm_start(config, log=lambda line: None)
+        state = az_run.warm_start(config, runs.init_network(config), log=lambda line: None)
         assert int(state.step) == 0
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.params),
                                                         jax.tree.leaves(source)))
@@ -802,7 +803,7 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
         assert jax.tree.structure(state.opt_state) == jax.tree.structure(fresh.opt_state)
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.opt_state),
                                                         jax.tree.leaves(fresh.opt_state)))
-    az_run.train(config, log=lambda line: None)  # and a run trains from there
+    runs.train_az(config, log=lambda line: None)  # and a run trains from there
     saved = yaml.safe_load((pathlib.Path(config.run.dir) / "config.yaml").read_text())
     assert saved["run"]["init_from"] == spec
     wide = tmp_path / "wide.yaml"

@@ -27,9 +27,9 @@ import time
 import jax
 
 from trictrac_jax import agents, devices
-from trictrac_jax.az import network_agents
+from trictrac_jax.league import network_agents
 from trictrac_jax.az.checkpoint import CheckpointError
-from trictrac_jax.az.evaluation import play_match, summarise
+from trictrac_jax.league.matches import play_match, summarise
 from trictrac_jax.env import Trictrac
 
 
@@ -63,10 +63,11 @@ def parse_args(argv=None):
 
 
 def bots_match(baseline: str, opponent: str, games: int, play: network_agents.Play):
-    """Jitted `key -> int32[games]` outcomes of `baseline` against `opponent` (a network
-    opponent plays as its `@PLAY` says, else as `play`), on the default env."""
+    """`key -> MatchResult` of `baseline` against `opponent` (a network opponent plays as
+    its `@PLAY` says, else as `play`), on the default env, jitted."""
     agent, other = network_agents.load_agent(baseline), network_agents.load_agent(opponent, play)
-    return jax.jit(lambda key: play_match(Trictrac(), agent, other, key, games))
+    outcomes = jax.jit(lambda key: play_match(Trictrac(), agent, other, key, games))
+    return lambda key: summarise(outcomes(key))
 
 
 def main(argv=None):
@@ -86,7 +87,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     t0 = time.time()
-    result = summarise(match(jax.random.PRNGKey(args.seed)))
+    result = match(jax.random.PRNGKey(args.seed))
     print(f"{args.checkpoint} vs {args.opponent}: win rate {result.summary()}, 95% Wilson "
           f"interval; {time.time() - t0:.0f}s")
     return 0

@@ -40,8 +40,8 @@ import jax
 from trictrac_jax import devices
 from trictrac_jax.az import champion
 from trictrac_jax.az import config as config_lib
-from trictrac_jax.az import network_agents
 from trictrac_jax.az import run
+from trictrac_jax.league import network_agents, runs
 
 CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "configs"
 # Champion 2's recipe (docs/journal/champion-2.md; docs/training.md, "Toward champion 3"), carried on
@@ -261,8 +261,8 @@ def train_for_minutes(args, command: str, log=print, stop=None):
         copy_out(out, args.copy_to)
 
     try:
-        run.train(config, log=log, budget_s=60 * args.minutes - FINISH_S,
-                 on_iteration=on_iteration)
+        runs.train_az(config, log=log, budget_s=60 * args.minutes - FINISH_S,
+                      on_iteration=on_iteration)
     finally:
         watchdog.disarm()
     if not (out / "network.msgpack").exists() and records:  # ended before any export
@@ -283,7 +283,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     command = shlex.join(["python", "train/gpu_run.py", *argv])
-    return run.exit_code(lambda: train_for_minutes(args, command))
+    return run.exit_code(train_for_minutes, args, command)
 
 
 if __name__ == "__main__":

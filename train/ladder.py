@@ -1,5 +1,5 @@
 """A rating ladder: every pair of agents plays a match, both seats equally; Elo ratings with
-95% intervals from a Bradley-Terry fit on all the results (`trictrac_jax.az.ladder`).
+95% intervals from a Bradley-Terry fit on all the results (`trictrac_jax.league.ladder`).
 
     python train/ladder.py random first greedy:8 greedy --games 40
     python train/ladder.py random greedy runs/long2 champion --games 100 --out ladder
@@ -31,10 +31,10 @@ import zlib
 import jax
 
 from trictrac_jax import devices
-from trictrac_jax.az import ladder as L
-from trictrac_jax.az import network_agents
+from trictrac_jax.league import ladder as L
+from trictrac_jax.league import network_agents
 from trictrac_jax.az.checkpoint import CheckpointError
-from trictrac_jax.az.evaluation import play_match, summarise
+from trictrac_jax.league.matches import play_match, summarise
 from trictrac_jax.env import Trictrac
 
 

@@ -13,7 +13,7 @@ from trictrac_jax.arrays import prefix_sum
 from trictrac_jax.lowering import batch_rule, cpu_chunked, game_minor
 from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import NUM_ACTIONS, score_lead
-from trictrac_jax.worths import best_candidates
+from trictrac_jax.ranking import best_candidates
 
 _ENV = Trictrac(max_steps=None)  # lookahead only: never truncates
 WIN_BONUS = 1000.0  # a won game outweighs any score difference
@@ -67,7 +67,7 @@ def greedy_agent(key, state, top_k: int | None = None):
     roll is highest; ties go to the lowest index.
 
     Costs 36 chance steps per considered action. Under `jax.vmap` the batch is scored as one
-    flat list of (game, action) candidates (`worths.best_candidates`)."""
+    flat list of (game, action) candidates (`ranking.best_candidates`)."""
     del key
     return _greedy(top_k)(state)
 
@@ -83,7 +83,7 @@ def _greedy(top_k: int | None):
 
 def _greedy_batch(states, top_k: int | None):
     """int32[B]: the greedy action of each of states [B], its legal actions (the first
-    `top_k`) scored as `worths.best_candidates`. Finished games and games with one legal
+    `top_k`) scored as `ranking.best_candidates`. Finished games and games with one legal
     action have no candidates: they play their first legal action."""
     mask = states.legal_action_mask  # [B, A]
     if top_k is not None:

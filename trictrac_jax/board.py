@@ -47,18 +47,19 @@ def at_field(board, field):
     return lookup(padded, field)
 
 
-def ahead(board, steps, max_steps=6):
-    """int[24, ..., *lanes]: for each field f, the checkers on field f + steps (0 beyond
-    field 24); `steps` (1..max_steps) is int[..., *lanes].
+def ahead(board, distance, max_distance=6):
+    """int[24, ..., *lanes]: for each field f, the checkers on field f + distance (0 beyond
+    field 24); `distance` (1..max_distance) is int[..., *lanes].
 
     A select over the possible shifts rather than a gather (see arrays.py).
     """
-    steps = jnp.asarray(steps)
-    padded = jnp.concatenate([board, jnp.zeros((max_steps,) + board.shape[1:], board.dtype)])
-    padded = spread(padded, steps)
-    out = jnp.zeros((NUM_FIELDS,) + steps.shape, board.dtype)
-    for k in range(1, max_steps + 1):
-        out = jnp.where(steps[None] == k, padded[k:k + NUM_FIELDS], out)
+    distance = jnp.asarray(distance)
+    padded = jnp.concatenate([board, jnp.zeros((max_distance,) + board.shape[1:],
+                                               board.dtype)])
+    padded = spread(padded, distance)
+    out = jnp.zeros((NUM_FIELDS,) + distance.shape, board.dtype)
+    for k in range(1, max_distance + 1):
+        out = jnp.where(distance[None] == k, padded[k:k + NUM_FIELDS], out)
     return out
 
 

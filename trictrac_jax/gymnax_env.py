@@ -22,7 +22,7 @@ from __future__ import annotations
 import gymnax
 from gymnax.environments import environment, spaces
 
-from trictrac_jax import struct, wrappers
+from trictrac_jax import pytree, wrappers
 
 
 class Discrete(wrappers.Discrete, spaces.Discrete):
@@ -37,12 +37,12 @@ class Dict(wrappers.Dict, spaces.Dict):
     """gymnax's `Dict`, whose `contains` also takes dicts (the observations)."""
 
 
-@struct.dataclass
+@pytree.dataclass
 class EnvParams(wrappers.EnvParams, environment.EnvParams):
     """`wrappers.EnvParams`, a gymnax `EnvParams`."""
 
 
-@struct.dataclass
+@pytree.dataclass
 class EnvState(wrappers.EnvState, environment.EnvState):
     """`wrappers.EnvState`, a gymnax `EnvState`."""
 

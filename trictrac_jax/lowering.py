@@ -28,7 +28,7 @@ selects, `lookup` gathers and `kernel_boundary` keeps a value out of its readers
 The game-minor layout holds on both; "gpu-games-first" is the GPU lowering with
 `game_minor` a plain `jax.vmap` (games the major axis, the reductions over candidates along
 rows), kept to be timed beside it on a GPU (`python -m benchmarks.bench --gpu`) before
-either is chosen per batch size. `worths.candidate_worths` scores candidates
+either is chosen per batch size. `ranking.candidate_worths` scores candidates
 in passes that the lowering sizes (`Lowering.candidates_per_game`, `candidates_per_pass`).
 `TRICTRAC_LOWERING=cpu|gpu|...` (or its former name `TRICTRAC_LANES`) forces a lowering on
 any backend (to test or verify the GPU path on CPU).
@@ -65,7 +65,7 @@ class Lowering(NamedTuple):
     reduce_apart: bool  # `reduce_candidates`: apart from its operand, in two stages
     bounded: bool  # `kernel_boundary`: an optimisation barrier (else nothing)
     games_last: bool  # `game_minor`: games moved to the last axis (else a plain vmap)
-    # `worths.candidate_worths`: with at most this many candidates a game, every (game,
+    # `ranking.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
     # passes of `candidates_per_game` x games, while any remain) ...
     every_pair_up_to: int

@@ -63,7 +63,7 @@ def _hits(board, dice):
     v0, v1 = dice[0], dice[1]
     steps = jnp.stack([v0, v1, v0 + v1])  # [3, *lanes]
     to = A.leading(B.FIELDS, 1 + len(lanes)) + steps[None]  # [24, 3, *lanes]
-    target = B.ahead(board, steps, max_steps=12)  # [24, 3, *lanes]
+    target = B.ahead(board, steps, max_distance=12)  # [24, 3, *lanes]
     hit = (board[:, None] > 0) & (to <= NUM_FIELDS) & (target == -1)
     hit &= _per_move([True, False, True], lanes) | (v0 != v1)  # a double's two dice: one move
     hit &= _per_move([True, True, False], lanes) | ((to != OWN_CORNER) & (to != OPP_CORNER))

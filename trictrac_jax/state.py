@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from trictrac_jax import struct
+from trictrac_jax import pytree
 
 NUM_ACTIONS = 514  # 0 Roll (never a decision here), 1 Go, 2..513 Move
 OBS_SIZE = 217  # the observation's features: float32[217] (docs/api.md)
@@ -23,7 +23,7 @@ TS_ROLL_WAITING, TS_ROLL_DICE, TS_MARK_POINTS, TS_HOLD_OR_GO, TS_MOVE, TS_MARK_A
 INITIAL_BOARD = np.array([15] + [0] * 22 + [-15], dtype=np.int8)  # int8[24]
 
 
-@struct.dataclass
+@pytree.dataclass
 class State:
     """One Trictrac game.
 

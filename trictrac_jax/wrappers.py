@@ -66,7 +66,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 
-from trictrac_jax import agents, struct
+from trictrac_jax import agents, pytree
 from trictrac_jax.env import Trictrac, new_game, observe
 from trictrac_jax.state import NUM_ACTIONS, OBS_SIZE, State, score_lead
 
@@ -172,7 +172,7 @@ def agents_opponent(*players: Callable) -> Opponent:
                     len(players))
 
 
-@struct.dataclass
+@pytree.dataclass
 class EnvParams:
     """gymnax's per-call parameters: `max_steps_in_episode`, the learner's steps after which
     an episode is truncated, and `opponent`, the pytree handed to `Opponent.act`."""
@@ -181,7 +181,7 @@ class EnvParams:
     opponent: Any = None
 
 
-@struct.dataclass
+@pytree.dataclass
 class EnvState:
     """One episode: the engine's game, the learner to move unless it is over, and its
     statistics (as gymnax's `LogEnvState`)."""

@@ -2,9 +2,9 @@
 to one another (as mctx's `base.py` names its own).
 
     Model        the simulator, the network and the value target (static, hashable)
-    Evaluation   the network's outputs for a batch of states
+    NetworkOutput  the network's outputs for a batch of states
     SearchFn     (params, key, State[B]) -> SearchOutput
-    Actors       the games self-play is playing
+    Games        the games self-play is playing
     Steps        one record per self-play decision, read by the replay buffer and the loss
     Played       what `selfplay.play` returns
     TrainState   parameters, optimiser state, update count and the run's key
@@ -40,7 +40,7 @@ class Model:
     margin_scale: float
 
 
-class Evaluation(NamedTuple):
+class NetworkOutput(NamedTuple):
     """The network's outputs for states [B], each from its player to move's view."""
 
     logits: jax.Array  # float32[B, 514], illegal actions at network.MASKED_LOGIT
@@ -60,7 +60,7 @@ SearchFn = Callable[[Params, jax.Array, State], SearchOutput]
 
 
 @struct.dataclass
-class Actors:
+class Games:
     """The games being played: states [G] (decision nodes) and episode numbers [G]."""
 
     states: State

@@ -110,6 +110,19 @@ def export(source: str, provenance_file: str | None, out) -> pathlib.Path:
     return save(params, config, provenance, out)
 
 
+# Files a record names that have moved since it was written: their place now, so that the
+# commands a record prints run as they stand (the file keeps the record as written).
+MOVED = {"train/networks/": "experiments/networks/"}
+
+
+def shown(provenance: dict) -> str:
+    """A record as JSON, with the paths of `MOVED` at their place now."""
+    text = json.dumps(provenance, indent=2, sort_keys=True)
+    for old, new in MOVED.items():
+        text = text.replace(old, new)
+    return text
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m trictrac_jax.az.champion",
                                 description="Show or export a shipped champion network.")
@@ -138,7 +151,7 @@ def main(argv=None) -> int:
     size = sum(x.size for x in jax.tree.leaves(params))
     print(f"{args.name} = {file}: network {config.network.width}x{config.network.blocks}, "
           f"{size:,} parameters")
-    print(json.dumps(provenance, indent=2, sort_keys=True))
+    print(shown(provenance))
     return 0
 
 

@@ -28,12 +28,12 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.az import model as M
-from trictrac_jax.az import network as N
+from trictrac_jax.az import network
 from trictrac_jax.az import search as S
 from trictrac_jax.az.base import Model, Params
 from trictrac_jax.arrays import select_tree
 from trictrac_jax.env import DISTINCT_PROBS
-from trictrac_jax.worths import candidate_worths
+from trictrac_jax.ranking import candidate_worths
 from trictrac_jax.state import State
 
 
@@ -79,7 +79,7 @@ def rollout_worths(model: Model, params: Params, states: State, actions, keys,
 
     def decide(carry):
         s, t = carry
-        logits, _ = N.apply(model.net, params, s.observation, s.legal_action_mask)
+        logits, _ = network.apply(model.net, params, s.observation, s.legal_action_mask)
         stopped = s.done | new_setting(s)
         nxt = jax.vmap(env.step)(s, jnp.argmax(logits, -1).astype(jnp.int32), dice(t))
         return select_tree(stopped, s, nxt), t + 1

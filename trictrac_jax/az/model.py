@@ -15,25 +15,37 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
-from trictrac_jax.az import network as N
-from trictrac_jax.az.base import Evaluation, Model, Params
+from trictrac_jax.az import network
+from trictrac_jax.az.base import Model, NetworkOutput, Params
 from trictrac_jax.az.config import Config
-from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, roll_probs, sample_outcome
+from trictrac_jax.env import (NUM_CHANCE_OUTCOMES, Trictrac, chance_step, every_roll, roll_probs,
+                              sample_outcome, step_deterministic)
 from trictrac_jax.state import State, score_lead
 
 
 def model_from_config(config: Config) -> Model:
     """A run's model: its env, network and value target."""
     return Model(env=Trictrac(max_steps=config.env.max_steps),
-                 net=N.make_network(config.network, jnp.dtype(config.network.inference_dtype)),
+                 net=network.make_network(config.network,
+                                          jnp.dtype(config.network.inference_dtype)),
                  value_target=config.selfplay.value_target,
                  margin_scale=config.selfplay.margin_scale)
 
 
-def evaluate(model: Model, params: Params, states: State) -> Evaluation:
+def evaluate(model: Model, params: Params, states: State) -> NetworkOutput:
     """The network's masked logits [B, 514] and value [B] of `states` [B]."""
-    return Evaluation(*N.apply(model.net, params, states.observation,
+    return NetworkOutput(*network.apply(model.net, params, states.observation,
                                states.legal_action_mask))
+
+
+def play_action(model: Model, states: State, action) -> State:
+    """The afterstates [B] of `action` [B] in `states` [B] (`env.step_deterministic`)."""
+    return jax.vmap(step_deterministic, (0, 0, None))(states, action, model.env.max_steps)
+
+
+def throw_dice(model: Model, afters: State, outcome) -> State:
+    """The positions [B] after the dice `outcome` [B] at `afters` [B] (`env.chance_step`)."""
+    return jax.vmap(chance_step, (0, 0, None))(afters, outcome, model.env.max_steps)
 
 
 def utility(model: Model, state: State, rewards, player):
@@ -90,7 +102,7 @@ class Afterstate:
 def afterstate(model: Model, params: Params, action, states: State):
     """(Afterstate [B], its value [B] for the mover relative to his banked margin
     at the decision) of playing `action` [B] in `states` [B]."""
-    after = jax.vmap(model.env.step_deterministic)(states, action)
+    after = play_action(model, states, action)
     mover = states.current_player
     banked_before = banked(model, states, mover)
     value = evaluate(model, params, after).value  # the player to roll's view
@@ -116,7 +128,7 @@ def decision_fn(model: Model, params: Params, key, action, states: State):
 def chance_fn(model: Model, params: Params, key, outcome, after: Afterstate):
     """Stochastic MuZero's chance function: (ChanceRecurrentFnOutput, the State rolled)."""
     del key
-    nxt = jax.vmap(model.env.chance_step)(after.state, outcome)
+    nxt = throw_dice(model, after.state, outcome)
     o = transition(model, params, after.state, nxt, after.mover, after.banked)
     return mctx.ChanceRecurrentFnOutput(action_logits=o.prior_logits, value=o.value,
                                         reward=o.reward, discount=o.discount), nxt
@@ -124,9 +136,9 @@ def chance_fn(model: Model, params: Params, key, outcome, after: Afterstate):
 
 def sampled_fn(model: Model, params: Params, key, action, states: State):
     """Gumbel MuZero's recurrent function: the decision, then dice sampled with `key`."""
-    after = jax.vmap(model.env.step_deterministic)(states, action)
+    after = play_action(model, states, action)
     outcome = jax.vmap(sample_outcome)(jax.random.split(key, action.shape[0]))
-    nxt = jax.vmap(model.env.chance_step)(after, outcome)
+    nxt = throw_dice(model, after, outcome)
     mover = states.current_player
     return transition(model, params, after, nxt, mover, banked(model, states, mover)), nxt
 
@@ -146,8 +158,8 @@ def rolled_transitions(model: Model, params: Params, action, states: State,
                        distinct: bool = False):
     """(`transition` [B * R], the rolled states [B * R]): `action` [B] played in `states`
     [B], then each of the R rolls (`env.every_roll`), for the mover of `states`."""
-    env = model.env
-    afters, rolled = env.every_roll(jax.vmap(env.step_deterministic)(states, action), distinct)
+    afters, rolled = every_roll(play_action(model, states, action), model.env.max_steps,
+                                distinct)
     mover = states.current_player
     each = lambda x: jnp.repeat(x, roll_probs(distinct).size, axis=0)
     return transition(model, params, afters, rolled, each(mover),

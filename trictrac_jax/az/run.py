@@ -1,7 +1,8 @@
 """A training run on the host: its command line, its directory (config, metrics, checkpoints,
 snapshots, TensorBoard events), resuming it, its exit status, and the AlphaZero loop
-(`train`) that `train/az.py` and `train/gpu_run.py` start. `train/ppo.py` runs PPO's loop
-with the same parts.
+(`train`), which `trictrac_jax.league.runs.train_az` starts with the run's evaluation
+matches and the network it starts from. PPO's loop (`trictrac_jax.rl.loop`) uses the same
+parts.
 
     RUN_DIR/config.yaml        the run's config, as resumed
     RUN_DIR/metrics.jsonl      one record per iteration (`write_record`, `load_records`)
@@ -13,6 +14,7 @@ Evaluation takes at most `evaluation.max_share` of the wall clock (`evaluation_f
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import pathlib
@@ -26,11 +28,9 @@ import yaml
 from jax.experimental import multihost_utils
 
 from trictrac_jax.az import champion
-from trictrac_jax.az import checkpoint as C
+from trictrac_jax.az import checkpoint
 from trictrac_jax.az import config as config_lib
-from trictrac_jax.az import network_agents
 from trictrac_jax.az import training as T
-from trictrac_jax.az.evaluation import evaluation_fits, summarise
 
 
 # --- the command line and the run's config ------------------------------------------------
@@ -90,14 +90,15 @@ def resume(args, log, kind: RunKind = AZ_RUN) -> tuple[Any, Resumed]:
     run_dir = pathlib.Path(args.resume or kind.load_config(args.config, args.set).run.dir)
     directory = run_dir / "checkpoints"
     if not directory.is_dir():
-        raise C.CheckpointError(f"{run_dir}: not a run directory (no checkpoints/ in it)")
+        raise checkpoint.CheckpointError(
+            f"{run_dir}: not a run directory (no checkpoints/ in it)")
 
     def load(step):
         saved = kind.saved_config(directory, step)
         config = resumed_config(saved, args.set, run_dir, kind)
         return saved, config, kind.restore_state(directory, step, config)
-    step, (saved, config, state) = C.first_intact(directory, load, log)
-    log(f"resumed {C.describe(directory, step, saved)}, {kind.updates(state)} updates")
+    step, (saved, config, state) = checkpoint.first_intact(directory, load, log)
+    log(f"resumed {checkpoint.describe(directory, step, saved)}, {kind.updates(state)} updates")
     lines, elapsed = metrics_until(run_dir / "metrics.jsonl", step)
     return config, Resumed(state, step, lines, elapsed, evaluation_seconds(lines))
 
@@ -114,12 +115,12 @@ def resumed_config(saved, overrides, run_dir: pathlib.Path, kind: RunKind = AZ_R
     return config.replace(run=config.run.replace(dir=str(run_dir)))
 
 
-def exit_code(run) -> int:
-    """`run()` as a training script's exit status: 0, 2 with the config's or a checkpoint's
-    error on stderr, or 130 after Ctrl-C (the run resumable)."""
+def exit_code(start: Callable, *args) -> int:
+    """`start(*args)` as a training script's exit status: 0, 2 with the config's or a
+    checkpoint's error on stderr, or 130 after Ctrl-C (the run resumable)."""
     try:
-        run()
-    except (config_lib.ConfigError, C.CheckpointError) as e:
+        start(*args)
+    except (config_lib.ConfigError, checkpoint.CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -196,7 +197,7 @@ def prepare_run_dir(config, resumed: Resumed, log):
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config_lib.to_dict(config),
                                                         sort_keys=False))
     write_atomically(run_dir / "metrics.jsonl", resumed.metrics)
-    for path, target, why in C.set_aside(run_dir / "checkpoints", resumed.iteration):
+    for path, target, why in checkpoint.set_aside(run_dir / "checkpoints", resumed.iteration):
         if why:  # an earlier checkpoint orbax would stop at
             log(f"skipped {why}")
         log(f"moved {path} to {target}")
@@ -251,51 +252,43 @@ def save_snapshot(run_dir: pathlib.Path, minutes, params, config: config_lib.Con
 def best_checkpoint(run_dir: pathlib.Path) -> int | None:
     """The iteration of the run's best intact checkpoint (as train/eval.py loads it)."""
     try:
-        step, _ = C.first_intact(run_dir / "checkpoints", lambda s: None, lambda line: None,
-                                 "best")
-    except C.CheckpointError:
+        step, _ = checkpoint.first_intact(run_dir / "checkpoints", lambda s: None,
+                                          lambda line: None, "best")
+    except checkpoint.CheckpointError:
         return None
     return step
 
 
 # --- evaluation -----------------------------------------------------------------------------
 
-def make_evaluators(config: config_lib.Config) -> dict:
-    """A jitted match against each evaluation opponent (ConfigError for an opponent that
-    does not load, e.g. a champion that is not shipped)."""
-    ev = config.evaluation
-    play = network_agents.Play(lookahead=ev.lookahead, rolls=ev.rolls,
-                               simulations=ev.num_simulations)
-    try:
-        return {opp: network_agents.evaluator(config, opp, ev.games, play)
-                for opp in ev.opponents}
-    except ValueError as e:
-        raise config_lib.ConfigError(f"evaluation.opponents: {e}") from None
-
-
-def win_rates(evaluators: dict, params, key) -> dict:
-    """Win rates with 95% Wilson intervals against each opponent, as metrics."""
+def win_rates(matches: dict, params, key) -> dict:
+    """Win rates with 95% Wilson intervals against each opponent, as metrics. `matches`:
+    opponent -> a `league.matches.Match`, `(params, key) -> MatchResult`."""
     record = {}
-    for i, (opp, match) in enumerate(evaluators.items()):
-        result = summarise(match(params, jax.random.fold_in(key, i)))
+    for i, (opp, match) in enumerate(matches.items()):
+        result = match(params, jax.random.fold_in(key, i))
         lo, hi = result.interval()
         record.update({f"vs_{opp}": result.win_rate, f"vs_{opp}_lo": lo, f"vs_{opp}_hi": hi,
                        f"vs_{opp}_games": result.games})
     return record
 
 
+def evaluation_fits(spent_s: float, elapsed_s: float, expected_s: float, share: float) -> bool:
+    """Whether an evaluation expected to take `expected_s` seconds keeps the run's evaluating
+    (`spent_s` seconds so far) within `share` of its wall clock (`elapsed_s` so far, plus
+    the evaluation's)."""
+    return spent_s + expected_s <= share * (elapsed_s + expected_s)
+
+
 # --- the AlphaZero loop ---------------------------------------------------------------------
 
-def warm_start(config: config_lib.Config, log) -> T.TrainState:
-    """A new run's state with the network of `run.init_from`, a fresh optimiser and the
-    run's own seed. The network must have the config's width, and its number of blocks or
-    fewer: a deeper config starts its extra blocks as the identity, so the run starts from
-    what the network plays."""
-    spec = config.run.init_from
-    try:
-        params, source = network_agents.load_network(spec)
-    except (OSError, ValueError) as e:  # a network file that is missing or not one
-        raise config_lib.ConfigError(f"run.init_from: {e}") from None
+def warm_start(config: config_lib.Config, network: tuple, log) -> T.TrainState:
+    """A new run's state with `network`, (params, config) of the network `run.init_from`
+    names (`league.runs.init_network`), a fresh optimiser and the run's own seed. The
+    network must have the config's width, and its number of blocks or fewer: a deeper
+    config starts its extra blocks as the identity, so the run starts from what the network
+    plays."""
+    spec, (params, source) = config.run.init_from, network
     have, want = source.network, config.network
     if have.width != want.width:
         raise config_lib.ConfigError(
@@ -312,7 +305,7 @@ def warm_start(config: config_lib.Config, log) -> T.TrainState:
     return T.warm_state(config, state, params)
 
 
-def columns(config: config_lib.Config) -> str:
+def progress_legend(config: config_lib.Config) -> str:
     """What the progress line's columns are, said once before the first."""
     opponents = config.evaluation.opponents
     return ("columns: it = iteration/iterations | wall clock since the start, compilation "
@@ -344,28 +337,41 @@ def progress_line(record: dict, iterations: int, opponents, eval_share: float) -
 
 # The run's device functions (new games, then each iteration's two), compiled once per
 # `T.device_config(config)` (static); the games and the buffer are updated in place.
-start_games_jit = jax.jit(T.start_games, static_argnums=0)
-selfplay_step_jit = jax.jit(T.selfplay_step, static_argnums=0, donate_argnums=(2, 3))
-train_step_jit = jax.jit(T.train_step, static_argnums=0, donate_argnums=(1,))
+@functools.partial(jax.jit, static_argnums=0)
+def start_games(config: config_lib.Config, key):
+    """`T.start_games`, compiled."""
+    return T.start_games(config, key)
 
 
-def iterate(config: config_lib.Config, state, actors, buffer):
-    """Self-play, then training once enough targets are known. Returns (state, actors,
+@functools.partial(jax.jit, static_argnums=0, donate_argnums=(2, 3))
+def selfplay_step(config: config_lib.Config, params, games, buffer, key):
+    """`T.selfplay_step`, compiled: the games and the buffer updated in place."""
+    return T.selfplay_step(config, params, games, buffer, key)
+
+
+@functools.partial(jax.jit, static_argnums=0, donate_argnums=(1,))
+def train_step(config: config_lib.Config, state, buffer, key):
+    """`T.train_step`, compiled: the state updated in place."""
+    return T.train_step(config, state, buffer, key)
+
+
+def iterate(config: config_lib.Config, state, games, buffer):
+    """Self-play, then training once enough targets are known. Returns (state, games,
     buffer, metrics)."""
     t0 = time.time()
     config = T.device_config(config)
     key, k_play, k_train = jax.random.split(state.key, 3)
     state = state.replace(key=key)
-    actors, buffer, stats = selfplay_step_jit(config, state.params, actors, buffer,
-                                              T.replicate(k_play))
+    games, buffer, stats = selfplay_step(config, state.params, games, buffer,
+                                         T.replicate(k_play))
     record = {k: v.item() for k, v in jax.device_get(stats).items()}
     if record["ready"] >= config.replay.min_size:
-        state, metrics = train_step_jit(config, state, buffer, T.replicate(k_train))
+        state, metrics = train_step(config, state, buffer, T.replicate(k_train))
         record.update({k: float(v) for k, v in jax.device_get(metrics).items()})
     dt = time.time() - t0
     record.update(updates=int(state.step), iteration_s=dt,
                   decisions_per_s=record["decisions"] / dt, games_per_s=record["games"] / dt)
-    return state, actors, buffer, record
+    return state, games, buffer, record
 
 
 # Seconds that compiling a run's programs (self-play, the updates and one evaluator) takes,
@@ -402,15 +408,15 @@ def cpu_warning(config: config_lib.Config) -> str | None:
             f"({BASE_CPU_MOVES_PER_S:,} moves/s). configs/quick.yaml is sized for a CPU.")
 
 
-def compile_programs(config: config_lib.Config, state, actors, buffer, evaluators: dict
+def compile_programs(config: config_lib.Config, state, games, buffer, matches: dict
                      ) -> float:
-    """Compile the iteration's programs and the evaluators before the first iteration, so
-    that every iteration and evaluation is timed running. Returns the evaluators' seconds."""
+    """Compile the iteration's programs and the matches before the first iteration, so
+    that every iteration and evaluation is timed running. Returns the matches' seconds."""
     key, config = T.replicate(state.key), T.device_config(config)
-    selfplay_step_jit.lower(config, state.params, actors, buffer, key).compile()
-    train_step_jit.lower(config, state, buffer, key).compile()
+    selfplay_step.lower(config, state.params, games, buffer, key).compile()
+    train_step.lower(config, state, buffer, key).compile()
     t0 = time.time()
-    for match in evaluators.values():
+    for match in matches.values():
         match.compile(state.params, state.key)
     return time.time() - t0
 
@@ -426,66 +432,49 @@ def finished(config: config_lib.Config, resumed: Resumed) -> str | None:
     return None
 
 
-def summary(config: config_lib.Config, records: list[dict]) -> list[str]:
-    """The closing lines: the clock, the best checkpoint with its win rate, what to run next."""
-    run_dir, ev = pathlib.Path(config.run.dir), config.evaluation
-    lines = []
-    if records:
-        last = records[-1]
-        spent = sum(r.get("eval_s", 0.0) for r in records)
-        lines.append(f"done: iteration {last['iteration']} of {config.training.iterations}, "
-                     f"{last['elapsed_s'] / 60:.1f} min of wall clock, "
-                     f"{spent / max(last['elapsed_s'], 1e-9):.0%} of it evaluating")
-    step = best_checkpoint(run_dir)
-    if step is None:
-        return lines + [f"no checkpoint in {run_dir}"]
-    record = next((r for r in records if r["iteration"] == step), {})
-    opp = ev.opponents[0] if ev.opponents else None
-    if opp is not None and f"vs_{opp}" in record:
-        lo, hi = record[f"vs_{opp}_lo"], record[f"vs_{opp}_hi"]
-        rank = (f"vs {opp} {record[f'vs_{opp}']:.3f} [{lo:.3f}, {hi:.3f}] in "
-                f"{record[f'vs_{opp}_games']} games, both seats, 95% Wilson interval")
-    else:
-        rank = "not evaluated: the latest"
-    how = (f" --lookahead {ev.lookahead}" if ev.lookahead else "") + \
-        (" --rolls" if ev.rolls else "")
-    yardstick = opp or "greedy"
-    return lines + [
-        f"best checkpoint: {run_dir / 'checkpoints' / str(step)} ({rank})",
-        "next:",
-        f"  python train/eval.py --checkpoint {run_dir} --opponent {yardstick} --games 400"
-        f"{how}   # evaluate its best checkpoint",
-        f"  python train/plot.py {run_dir}   # the learning curve",
-        f"  python -m trictrac_jax.tools.play --opponent {run_dir}   # play against it"]
+def new_state(config: config_lib.Config, init_network: tuple | None, log) -> T.TrainState:
+    """A new run's state: from `init_network` (`warm_start`) when `run.init_from` names
+    one, else a fresh network."""
+    if not config.run.init_from:
+        return T.init_state(config, jax.random.PRNGKey(config.run.seed))
+    if init_network is None:
+        raise config_lib.ConfigError(f"run.init_from: {config.run.init_from} is not loaded "
+                                     f"(start the run with league.runs.train_az)")
+    return warm_start(config, init_network, log)
 
 
-def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
-          budget_s: float | None = None, on_iteration=None):
+def open_run_dir(config, resumed: Resumed, log):
+    """`prepare_run_dir`, then the run's TensorBoard writer (`tensorboard_writer`)."""
+    prepare_run_dir(config, resumed, log)
+    return tensorboard_writer(config, resumed.iteration, log)
+
+
+def az_loop(config: config_lib.Config, resumed: Resumed | None = None, log=print,
+          budget_s: float | None = None, on_iteration=None, *, matches: dict,
+          init_network: tuple | None = None) -> dict:
     """Run the loop described by `config` (validated), from scratch or from `resumed`;
-    returns the last metrics record. `budget_s`: seconds from the end of compilation within
+    returns the last metrics record. `matches`: the evaluation's, opponent -> a
+    `league.matches.Match` (`league.runs.evaluation_matches`); `init_network`: (params,
+    config) of the network `run.init_from` names, for a new run
+    (`league.runs.init_network`). `budget_s`: seconds from the end of compilation within
     which the run ends, its last evaluation included (the iteration after which the next
     one and an evaluation would pass it is the last). `on_iteration(record, state)` is
     called after each iteration's record and checkpoint."""
     T.maybe_init_distributed()
     config_lib.check_devices(config, jax.device_count())
-    evaluators = make_evaluators(config)
     warning = cpu_warning(config)
     if warning:
         log(warning)
     if resumed is None:
-        state = warm_start(config, log) if config.run.init_from else \
-            T.init_state(config, jax.random.PRNGKey(config.run.seed))
-        resumed = Resumed(state, 0, [], 0.0)
+        resumed = Resumed(new_state(config, init_network, log), 0, [], 0.0)
     state, start = resumed.state, resumed.iteration
     ev, iterations = config.evaluation, config.training.iterations
     run_dir = pathlib.Path(config.run.dir)
     lead = jax.process_index() == 0  # writes the run's files; all processes save checkpoints
-    if lead:
-        prepare_run_dir(config, resumed, log)
+    writer = open_run_dir(config, resumed, log) if lead else None
     if jax.process_count() > 1:  # the others list the checkpoints after the set-aside
         multihost_utils.sync_global_devices("run directory ready")
-    writer = tensorboard_writer(config, start, log) if lead else None
-    checkpoints = C.Checkpointer(run_dir, config.checkpoint.keep_last)
+    checkpoints = checkpoint.Checkpointer(run_dir, config.checkpoint.keep_last)
 
     log(compiling_note())
     t_compile = time.time()
@@ -493,14 +482,14 @@ def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
     t_start = t_compile - resumed.elapsed_s
     key, k_games = jax.random.split(state.key)
     # self-play restarts on resume
-    actors, buffer = start_games_jit(T.device_config(config), k_games)
+    games, buffer = start_games(T.device_config(config), k_games)
     state = state.replace(key=key)
-    pending_s = compile_programs(config, state, actors, buffer, evaluators)
+    pending_s = compile_programs(config, state, games, buffer, matches)
     compile_s = time.time() - t_compile
     log(f"compiled in {compile_s:.0f} s (the evaluation's: {pending_s:.0f} s)")
-    log(columns(config))
+    log(progress_legend(config))
     deadline = None if budget_s is None else time.time() + budget_s
-    # seconds evaluating, the evaluators' compilation included (in the first row's eval_s)
+    # seconds evaluating, the matches' compilation included (in the first row's eval_s)
     spent = resumed.eval_s + pending_s
     expected = 0.0  # seconds the next evaluation should take: the last one's
     evaluations = 0  # by this process
@@ -510,7 +499,7 @@ def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
     record = {}
     try:
         for it in range(start + 1, iterations + 1):
-            state, actors, buffer, metrics = iterate(config, state, actors, buffer)
+            state, games, buffer, metrics = iterate(config, state, games, buffer)
             elapsed = time.time() - t_start
             record = {"iteration": it, **metrics}
             while marks and elapsed >= 60 * marks[0]:
@@ -520,16 +509,16 @@ def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
             last = it == iterations or 0 < max_s <= elapsed or (
                 deadline is not None
                 and time.time() + metrics["iteration_s"] + expected > deadline)
-            # the last iteration is evaluated anyway when nothing else was: the evaluators
+            # the last iteration is evaluated anyway when nothing else was: the matches
             # are compiled, and the run gets a ranked network
-            evaluated = bool(evaluators) and (it % ev.every == 0 or last) and (
+            evaluated = bool(matches) and (it % ev.every == 0 or last) and (
                 evaluation_fits(spent, elapsed, expected, ev.max_share)
                 or (last and evaluations == 0))
             eval_s = pending_s
             if evaluated:
                 evaluations += 1
                 t0 = time.time()
-                record.update(win_rates(evaluators, state.params,
+                record.update(win_rates(matches, state.params,
                                         jax.random.fold_in(state.key, it)))
                 expected = time.time() - t0
                 eval_s += expected
@@ -556,3 +545,37 @@ def train(config: config_lib.Config, resumed: Resumed | None = None, log=print,
         for line in summary(config, load_records(run_dir)):
             log(line)
     return record
+
+
+def summary(config: config_lib.Config, records: list[dict]) -> list[str]:
+    """The closing lines: the clock, the best checkpoint with its win rate, what to run next."""
+    run_dir, ev = pathlib.Path(config.run.dir), config.evaluation
+    lines = []
+    if records:
+        last = records[-1]
+        spent = sum(r.get("eval_s", 0.0) for r in records)
+        lines.append(f"done: iteration {last['iteration']} of {config.training.iterations}, "
+                     f"{last['elapsed_s'] / 60:.1f} min of wall clock, "
+                     f"{spent / max(last['elapsed_s'], 1e-9):.0%} of it evaluating")
+    step = best_checkpoint(run_dir)
+    if step is None:
+        return lines + [f"no checkpoint in {run_dir}"]
+    record = next((r for r in records if r["iteration"] == step), {})
+    opp = ev.opponents[0] if ev.opponents else None
+    if opp is not None and f"vs_{opp}" in record:
+        rate, lo, hi, games = (record[f"vs_{opp}{part}"] for part in ("", "_lo", "_hi", "_games"))
+        rank = (f"vs {opp} {rate:.3f} [{lo:.3f}, {hi:.3f}] in {games} games, both seats, "
+                f"95% Wilson interval")
+    else:
+        rank = "not evaluated: the latest"
+    how = (f" --lookahead {ev.lookahead}" if ev.lookahead else "") + \
+        (" --rolls" if ev.rolls else "")
+    yardstick = opp or "greedy"
+    best = run_dir / "checkpoints" / str(step)
+    return lines + [
+        f"best checkpoint: {best} ({rank})",
+        "next:",
+        f"  python train/eval.py --checkpoint {run_dir} --opponent {yardstick} --games 400"
+        f"{how}   # evaluate its best checkpoint",
+        f"  python train/plot.py {run_dir}   # the learning curve",
+        f"  python -m trictrac_jax.tools.play --opponent {run_dir}   # play against it"]

@@ -35,12 +35,12 @@ import mctx
 from flax import struct
 
 from trictrac_jax.az import model as M
-from trictrac_jax.az import network as N
+from trictrac_jax.az import network
 from trictrac_jax.az.base import Model, Params, SearchOutput
 from trictrac_jax.az.config import SearchConfig
 from trictrac_jax.az.gumbel_stochastic import gumbel_stochastic_muzero_policy
 from trictrac_jax.env import has_choice
-from trictrac_jax.worths import best_candidates, candidate_worths
+from trictrac_jax.ranking import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
 
 # The action of an unused column: Roll, never legal at a decision (taking it forfeits the
@@ -71,7 +71,7 @@ def to_columns(logits, actions):
     """float32[B, K]: the logits [B, 514] of each column's action, MASKED_LOGIT in unused
     columns."""
     valid = actions != UNUSED_COLUMN
-    return jnp.where(valid, jnp.take_along_axis(logits, actions, -1), N.MASKED_LOGIT)
+    return jnp.where(valid, jnp.take_along_axis(logits, actions, -1), network.MASKED_LOGIT)
 
 
 def from_columns(weights, actions):
@@ -131,8 +131,8 @@ def _masked_puct_qtransform(tree, node_index):
     the plain transform gives unvisited actions the lowest Q, so an illegal action could tie
     with a visited legal one and be picked by the tie-breaking noise."""
     q = mctx.qtransform_by_parent_and_siblings(tree, node_index)
-    return jnp.where(tree.children_prior_logits[node_index] <= N.MASKED_LOGIT / 2,
-                     N.MASKED_LOGIT, q)
+    return jnp.where(tree.children_prior_logits[node_index] <= network.MASKED_LOGIT / 2,
+                     network.MASKED_LOGIT, q)
 
 
 def tree_search(params: Params, key, states: State, *, model: Model, config: SearchConfig,
@@ -179,7 +179,7 @@ def likeliest(model: Model, params: Params, states: State, top_k: int):
     value of `states` [B] (the candidates of both lookaheads)."""
     logits, value = M.evaluate(model, params, states)
     top_logits, actions = jax.lax.top_k(logits, top_k)
-    return actions.astype(jnp.int32), top_logits > N.MASKED_LOGIT / 2, value
+    return actions.astype(jnp.int32), top_logits > network.MASKED_LOGIT / 2, value
 
 
 def lookahead(params: Params, key, states: State, *, model: Model, top_k: int,
@@ -192,7 +192,7 @@ def lookahead(params: Params, key, states: State, *, model: Model, top_k: int,
     over the 36 rolls learned in training (one network evaluation a candidate). With `rolls`
     it is `model.rolled_worth`, the mean over the 36 rolls, the network seeing only positions
     after a roll, as in training (36 evaluations a candidate). Only games with a choice to
-    make have candidates, scored a bounded pass at a time (`worths.best_candidates`); the
+    make have candidates, scored a bounded pass at a time (`ranking.best_candidates`); the
     others play their first legal action."""
     del key  # deterministic
     actions, legal, _ = likeliest(model, params, states, top_k)
@@ -228,5 +228,7 @@ def search(params: Params, key, states: State, *, model: Model, config: SearchCo
            explore: bool = True) -> SearchOutput:
     """The search `config.algorithm` names, for states [B]. `explore` adds self-play's
     noise (see `tree_search`, `lookahead_search`); without it the search plays its best."""
-    run = lookahead_search if config.algorithm == "lookahead" else tree_search
-    return run(params, key, states, model=model, config=config, explore=explore)
+    if config.algorithm == "lookahead":
+        return lookahead_search(params, key, states, model=model, config=config,
+                                explore=explore)
+    return tree_search(params, key, states, model=model, config=config, explore=explore)

@@ -17,13 +17,12 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from trictrac_jax.az import checkpoint as C
+from trictrac_jax.az import checkpoint
 from trictrac_jax.az import config as config_lib
-from trictrac_jax.az import network as N
+from trictrac_jax.az import network
 from trictrac_jax.az import replay as R
-from trictrac_jax.az import search as S
 from trictrac_jax.az import selfplay
-from trictrac_jax.az.base import Actors, Model, Params, Steps, TrainState
+from trictrac_jax.az.base import Games, Model, Params, Steps, TrainState
 from trictrac_jax.az.config import Config, TrainingConfig
 from trictrac_jax.az.model import model_from_config
 
@@ -112,18 +111,18 @@ class Parts(NamedTuple):
     optimiser."""
 
     model: Model
-    net: N.PolicyValueNet
+    net: network.PolicyValueNet
     optimizer: optax.GradientTransformation
 
 
 @functools.lru_cache(maxsize=16)
 def parts(config: Config) -> Parts:
     """The `Parts` of `config`, built once per config (hashable) in the process."""
-    return Parts(model_from_config(config), N.make_network(config.network),
+    return Parts(model_from_config(config), network.make_network(config.network),
                    make_optimizer(config.training))
 
 
-def loss_fn(net: N.PolicyValueNet, value_weight: float, params: Params, steps: Steps, z,
+def loss_fn(net: network.PolicyValueNet, value_weight: float, params: Params, steps: Steps, z,
             z_after):
     """Policy cross-entropy to the search policy + value_weight * value MSE, the value
     learned on decision states (target z) and on non-terminal afterstates (z_after).
@@ -131,7 +130,7 @@ def loss_fn(net: N.PolicyValueNet, value_weight: float, params: Params, steps: S
     obs = jnp.concatenate([steps.obs, steps.after_obs])
     # one pass over both; the afterstates' logits are not used (their mask: all legal)
     mask = jnp.concatenate([steps.mask, jnp.ones_like(steps.mask)])
-    logits, values = N.apply(net, params, obs, mask)
+    logits, values = network.apply(net, params, obs, mask)
     batch = steps.mover.shape[0]
     logp = jax.nn.log_softmax(logits[:batch])
     policy_loss = -jnp.mean(jnp.sum(steps.policy * logp, -1))
@@ -162,7 +161,7 @@ def new_state(config: Config, key) -> TrainState:
     """A fresh network and optimiser (on the default device; `init_state` replicates it)."""
     k_params, k_run = jax.random.split(key)
     built = parts(config)
-    params = N.init_params(built.net, k_params)
+    params = network.init_params(built.net, k_params)
     return TrainState(params=params, opt_state=built.optimizer.init(params), step=jnp.int32(0),
                       key=k_run)
 
@@ -178,7 +177,7 @@ def warm_state(config: Config, state: TrainState, params: Params) -> TrainState:
     (`network.deepen`)."""
     fresh = jax.device_get(state.params)
     params = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype),
-                          N.deepen(params, fresh), fresh)
+                          network.deepen(params, fresh), fresh)
     return replicate(state.replace(params=params,
                                    opt_state=parts(config).optimizer.init(params)))
 
@@ -193,23 +192,22 @@ def abstract_state(config: Config) -> TrainState:
 
 # --- one iteration: self-play, then updates ---------------------------------------------
 
-def start_games(config: Config, key, mesh: Mesh | None = None) -> tuple[Actors, R.Replay]:
+def start_games(config: Config, key, mesh: Mesh | None = None) -> tuple[Games, R.Replay]:
     """Fresh games and an empty buffer, split over the devices of `mesh` (default: all,
     `make_mesh`)."""
     sp = config.selfplay
-    actors = selfplay.start(parts(config).model.env, key, sp.batch_size)
+    games = selfplay.start(key, sp.batch_size)
     buffer = R.empty(config.replay.capacity, sp.batch_size)
-    return shard_leading((actors, buffer), mesh or make_mesh())
+    return shard_leading((games, buffer), mesh or make_mesh())
 
 
-def selfplay_step(config: Config, params: Params, actors: Actors, buffer: R.Replay, key,
+def selfplay_step(config: Config, params: Params, games: Games, buffer: R.Replay, key,
                   mesh: Mesh | None = None):
     """Play `selfplay.steps_per_iteration` decisions in every game with the run's search
-    (exploring); store them. Returns (actors, buffer, stats)."""
-    model = parts(config).model
-    search_fn = functools.partial(S.search, model=model, config=config.search, explore=True)
-    actors, played = selfplay.play(params, key, actors, model=model, search_fn=search_fn,
-                                   steps=config.selfplay.steps_per_iteration)
+    (exploring); store them. Returns (games, buffer, stats)."""
+    games, played = selfplay.play(params, key, games, model=parts(config).model,
+                                  search_config=config.search,
+                                  steps=config.selfplay.steps_per_iteration)
     buffer = R.add(buffer, played.steps, played.done, played.utility)
     finished = jnp.sum(played.done)
     stats = {
@@ -220,8 +218,8 @@ def selfplay_step(config: Config, params: Params, actors: Actors, buffer: R.Repl
         "truncated": jnp.sum(played.done & ~played.won),
         "ready": jnp.sum(R.ready(buffer)),
     }
-    actors, buffer = shard_leading((actors, buffer), mesh or make_mesh())
-    return actors, buffer, stats
+    games, buffer = shard_leading((games, buffer), mesh or make_mesh())
+    return games, buffer, stats
 
 
 def train_step(config: Config, state: TrainState, buffer: R.Replay, key,
@@ -248,9 +246,9 @@ def train_step(config: Config, state: TrainState, buffer: R.Replay, key,
 def saved_config(directory, step: int) -> Config:
     """The validated config of a checkpoint."""
     try:
-        return config_lib.load_config(base=C.restore_config(directory, step))
+        return config_lib.load_config(base=checkpoint.restore_config(directory, step))
     except config_lib.ConfigError as e:
-        raise C.CheckpointError(f"{directory / str(step)}: its config is invalid ({e})") \
+        raise checkpoint.CheckpointError(f"{directory / str(step)}: its config is invalid ({e})") \
             from None
 
 
@@ -260,7 +258,7 @@ def _to_stderr(line: str):
 
 def restore_state(directory, step: int, config: Config) -> TrainState:
     """A checkpoint's training state, replicated on every device."""
-    return C.restore_state(directory, step, abstract_state(config))
+    return checkpoint.restore_state(directory, step, abstract_state(config))
 
 
 def load_params(path, which: str = "best", log=_to_stderr):
@@ -270,4 +268,4 @@ def load_params(path, which: str = "best", log=_to_stderr):
     def load(directory, step):
         config = saved_config(directory, step)
         return restore_state(directory, step, config).params, config
-    return C.load_path(path, load, log, which)
+    return checkpoint.load_path(path, load, log, which)

@@ -3,9 +3,9 @@
 As PureJaxRL's ppo.py: one update (a rollout of `num_steps` steps in each of `num_envs`
 environments, GAE, `update_epochs` epochs of `num_minibatches` minibatch updates of the
 clipped surrogate) is a pure function (`update`), and `updates` scans
-`training.updates_per_call` of them; `train/ppo.py` calls that inside one `jax.jit` (the
-environment and the config static) and writes metrics, checkpoints and evaluations between
-calls.
+`training.updates_per_call` of them; PPO's loop (`rl.loop.ppo_loop`) calls that inside one
+`jax.jit` (the environment and the config static) and writes metrics, checkpoints and
+evaluations between calls.
 
 The policy is a masked categorical over the 514 actions (`network.masked_logits`), the
 network `network.PolicyValueNet`: a run's networks play wherever the AlphaZero stack's do
@@ -33,9 +33,9 @@ import optax
 from flax import struct
 
 from trictrac_jax import wrappers
-from trictrac_jax.az import checkpoint as C
+from trictrac_jax.az import checkpoint
 from trictrac_jax.az import config as config_lib
-from trictrac_jax.az import network as N
+from trictrac_jax.az import network
 from trictrac_jax.az import training
 from trictrac_jax.az.base import TrainState
 from trictrac_jax.az.config import ConfigError, Section, at_least, in_range, one_of, setting
@@ -47,13 +47,13 @@ SELF = "self"  # env.opponent: the run's own past networks
 # --- configuration: `Section`s, loaded by `config.load_config(..., schema=PPOConfig)` ------
 
 @dataclasses.dataclass(frozen=True)
-class PpoRunConfig(Section):
+class PPORunConfig(Section):
     dir: str = setting("runs/ppo")
     seed: int = setting(0)
 
 
 @dataclasses.dataclass(frozen=True)
-class PpoEnvConfig(Section):
+class PPOEnvConfig(Section):
     max_steps: int = setting(1000, at_least(1))  # decisions before a game is truncated
     # "self" (the pool of the run's past networks) or a `network_agents.load_agent` spec
     opponent: str = setting(SELF, lambda v: None if v else "must not be empty")
@@ -64,7 +64,7 @@ class PpoEnvConfig(Section):
 
 
 @dataclasses.dataclass(frozen=True)
-class PpoSettings(Section):
+class PPOSettings(Section):
     num_envs: int = setting(128, at_least(1))  # environments stepped in parallel
     num_steps: int = setting(32, at_least(1))  # steps of each per update
     update_epochs: int = setting(4, at_least(1))
@@ -77,7 +77,7 @@ class PpoSettings(Section):
 
 
 @dataclasses.dataclass(frozen=True)
-class PpoTrainingConfig(Section):
+class PPOTrainingConfig(Section):
     updates: int = setting(2000, at_least(1))  # PPO updates in the run
     updates_per_call: int = setting(10, at_least(1))  # scanned in one jitted call
     # the optimiser (`training.make_optimizer`), over all minibatch updates
@@ -90,7 +90,7 @@ class PpoTrainingConfig(Section):
 
 
 @dataclasses.dataclass(frozen=True)
-class PpoSelfplayConfig(Section):
+class PPOSelfplayConfig(Section):
     pool_size: int = setting(8, at_least(1))  # past networks the opponent is drawn from
     pool_every: int = setting(10, at_least(1))  # updates between two entries into the pool
 
@@ -101,12 +101,12 @@ class PPOConfig(Section):
     and `logging` are the AlphaZero run's sections, counted in PPO updates (at the end of
     a call)."""
 
-    run: PpoRunConfig = PpoRunConfig()
-    env: PpoEnvConfig = PpoEnvConfig()
+    run: PPORunConfig = PPORunConfig()
+    env: PPOEnvConfig = PPOEnvConfig()
     network: config_lib.NetworkConfig = config_lib.NetworkConfig(width=128, blocks=2)
-    ppo: PpoSettings = PpoSettings()
-    training: PpoTrainingConfig = PpoTrainingConfig()
-    selfplay: PpoSelfplayConfig = PpoSelfplayConfig()
+    ppo: PPOSettings = PPOSettings()
+    training: PPOTrainingConfig = PPOTrainingConfig()
+    selfplay: PPOSelfplayConfig = PPOSelfplayConfig()
     evaluation: config_lib.EvaluationConfig = config_lib.EvaluationConfig(every=50, games=200)
     checkpoint: config_lib.CheckpointConfig = config_lib.CheckpointConfig(every=50)
     logging: config_lib.LoggingConfig = config_lib.LoggingConfig()
@@ -176,11 +176,16 @@ class PPOState:
 
 
 @struct.dataclass
-class Actors:
+class Envs:
     """The environments being played, [N] (not checkpointed: a resume starts new games)."""
 
     state: wrappers.EnvState
     obs: jax.Array  # float32[N, 217]
+
+
+# Deprecated: `Envs`'s former name, kept for notebooks written against it (remove after the
+# next release).
+Actors = Envs
 
 
 def sample(key, logits):
@@ -190,41 +195,44 @@ def sample(key, logits):
     return action.astype(jnp.int32), log_prob
 
 
-def network_opponent(net: N.PolicyValueNet) -> wrappers.Opponent:
+def network_opponent(net: network.PolicyValueNet) -> wrappers.Opponent:
     """The opponent sampling its moves from the policy of the network whose params are
     `EnvParams.opponent`."""
     def act(params, index, key, state):
-        logits, _ = N.apply(net, params, state.observation, state.legal_action_mask)
+        logits, _ = network.apply(net, params, state.observation, state.legal_action_mask)
         return sample(key, logits)[0]
     return wrappers.Opponent(act)
 
 
-def rollout(env: wrappers.SingleAgent, net: N.PolicyValueNet, params, env_params,
-            actors: Actors, key, steps: int):
-    """(actors, Transition[steps, N], episode statistics): `steps` steps of every
-    environment with actions sampled from the policy of `params`. `env` may be wrapped by
-    gymnax's wrappers (`actors.state` then theirs): it only needs gymnax's `step`, the
-    episode statistics and the outcome in `info` and `legal_action_mask(state)`."""
-    games = actors.obs.shape[0]
+def rollout_step(env: wrappers.SingleAgent, net: network.PolicyValueNet, params, env_params,
+                 envs: Envs, key):
+    """One step of every environment [N], its action sampled from the policy of `params`:
+    (envs, (Transition [N], episode statistics))."""
+    k_act, k_step = jax.random.split(key)
+    mask = env.legal_action_mask(envs.state)
+    logits, value = network.apply(net, params, envs.obs, mask)
+    action, log_prob = sample(k_act, logits)
+    obs, state, reward, terminated, truncated, info = jax.vmap(
+        env.step, (0, 0, 0, None))(jax.random.split(k_step, envs.obs.shape[0]), envs.state,
+                                   action, env_params)
+    done = terminated | truncated
+    stats = {"episodes": done.sum(), "wins": (info["outcome"] > 0).sum(),
+             "return_sum": jnp.where(done, info["returned_episode_returns"], 0.0).sum(),
+             "length_sum": jnp.where(done, info["returned_episode_lengths"], 0).sum(),
+             "truncated": truncated.sum()}
+    return Envs(state, obs), (Transition(envs.obs, mask, action, log_prob, value, reward, done),
+                              stats)
 
-    def one(actors: Actors, key):
-        k_act, k_step = jax.random.split(key)
-        mask = env.legal_action_mask(actors.state)
-        logits, value = N.apply(net, params, actors.obs, mask)
-        action, log_prob = sample(k_act, logits)
-        obs, state, reward, terminated, truncated, info = jax.vmap(
-            env.step, (0, 0, 0, None))(jax.random.split(k_step, games), actors.state, action,
-                                       env_params)
-        done = terminated | truncated
-        stats = {"episodes": done.sum(), "wins": (info["outcome"] > 0).sum(),
-                 "return_sum": jnp.where(done, info["returned_episode_returns"], 0.0).sum(),
-                 "length_sum": jnp.where(done, info["returned_episode_lengths"], 0).sum(),
-                 "truncated": truncated.sum()}
-        return Actors(state, obs), (Transition(actors.obs, mask, action, log_prob, value,
-                                               reward, done), stats)
 
-    actors, (transitions, stats) = jax.lax.scan(one, actors, jax.random.split(key, steps))
-    return actors, transitions, jax.tree.map(jnp.sum, stats)
+def rollout(env: wrappers.SingleAgent, net: network.PolicyValueNet, params, env_params,
+            envs: Envs, key, steps: int):
+    """(envs, Transition[steps, N], episode statistics): `steps` steps of every
+    environment (`rollout_step`, scanned). `env` may be wrapped by gymnax's wrappers
+    (`envs.state` then theirs): it only needs gymnax's `step`, the episode statistics and
+    the outcome in `info` and `legal_action_mask(state)`."""
+    step = functools.partial(rollout_step, env, net, params, env_params)
+    envs, (transitions, stats) = jax.lax.scan(step, envs, jax.random.split(key, steps))
+    return envs, transitions, jax.tree.map(jnp.sum, stats)
 
 
 def gae(transitions: Transition, last_value, gamma: float, lam: float):
@@ -242,11 +250,11 @@ def gae(transitions: Transition, last_value, gamma: float, lam: float):
     return advantages, advantages + transitions.value
 
 
-def ppo_loss(net: N.PolicyValueNet, p: PpoSettings, params, batch: Transition, advantages,
+def ppo_loss(net: network.PolicyValueNet, p: PPOSettings, params, batch: Transition, advantages,
              targets):
     """(loss, metrics) of a minibatch [B]: the clipped surrogate on normalised advantages,
     the clipped value loss and the entropy bonus (PureJaxRL's ppo.py)."""
-    logits, value = N.apply(net, params, batch.obs, batch.mask)
+    logits, value = network.apply(net, params, batch.obs, batch.mask)
     log_probs = jax.nn.log_softmax(logits)
     log_prob = jnp.take_along_axis(log_probs, batch.action[:, None], -1)[:, 0]
     ratio = jnp.exp(log_prob - batch.log_prob)
@@ -262,8 +270,8 @@ def ppo_loss(net: N.PolicyValueNet, p: PpoSettings, params, batch: Transition, a
                   "clip_fraction": jnp.mean(jnp.abs(ratio - 1) > p.clip_eps)}
 
 
-def update_epoch(net: N.PolicyValueNet, optimizer: optax.GradientTransformation,
-                 p: PpoSettings, train: TrainState, data, key):
+def update_epoch(net: network.PolicyValueNet, optimizer: optax.GradientTransformation,
+                 p: PPOSettings, train: TrainState, data, key):
     """(train, metrics [num_minibatches]): one epoch over `data` = (Transition, advantages,
     targets), all [B], shuffled and split into `num_minibatches` minibatch updates."""
     size = data[1].shape[0]
@@ -287,7 +295,7 @@ def make_env(config: PPOConfig, opponent: Callable | None = None) -> wrappers.Si
     for self-play (None, `env.opponent` "self") against the network in `EnvParams`."""
     if (opponent is None) != (config.env.opponent == SELF):
         raise ValueError("make_env: an opponent agent, unless env.opponent is 'self'")
-    net = N.make_network(config.network)
+    net = network.make_network(config.network)
     return wrappers.SingleAgent(network_opponent(net) if opponent is None else opponent,
                                 reward=config.env.reward, margin_scale=config.env.margin_scale,
                                 env=Trictrac(max_steps=config.env.max_steps))
@@ -301,24 +309,23 @@ def opponent_params(config: PPOConfig, state: PPOState, key) -> wrappers.EnvPara
     return wrappers.EnvParams(opponent=jax.tree.map(lambda x: x[entry], state.pool))
 
 
-def start(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, key) -> Actors:
+def start(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, key) -> Envs:
     """New episodes in the `ppo.num_envs` environments."""
     k_reset, k_pool = jax.random.split(key)
     obs, env_state = jax.vmap(env.reset, (0, None))(
         jax.random.split(k_reset, config.ppo.num_envs), opponent_params(config, state, k_pool))
-    return Actors(env_state, obs)
+    return Envs(env_state, obs)
 
 
-def update(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, actors: Actors):
+def update(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, envs: Envs):
     """One PPO update: a rollout, GAE, epochs of minibatch updates, the pool's turn.
-    Returns (state, actors, metrics)."""
-    p, net = config.ppo, N.make_network(config.network)
+    Returns (state, envs, metrics)."""
+    p, net = config.ppo, network.make_network(config.network)
     key, k_pool, k_roll, k_epochs = jax.random.split(state.train.key, 4)
     params = state.train.params
-    actors, transitions, stats = rollout(env, net, params,
-                                         opponent_params(config, state, k_pool), actors,
-                                         k_roll, p.num_steps)
-    _, last_value = N.apply(net, params, actors.obs, env.legal_action_mask(actors.state))
+    envs, transitions, stats = rollout(env, net, params, opponent_params(config, state, k_pool),
+                                       envs, k_roll, p.num_steps)
+    _, last_value = network.apply(net, params, envs.obs, env.legal_action_mask(envs.state))
     advantages, targets = gae(transitions, last_value, p.gamma, p.gae_lambda)
     flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]),
                         (transitions, advantages, targets))
@@ -328,22 +335,26 @@ def update(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, actors
     state = state.replace(train=train.replace(key=key), updates=state.updates + 1)
     if config.env.opponent == SELF:
         state = enter_pool(state, config.selfplay.pool_every)
-    return state, actors, {**jax.tree.map(jnp.mean, metrics), **stats}
+    return state, envs, {**jax.tree.map(jnp.mean, metrics), **stats}
 
 
 SUMMED = ("episodes", "wins", "return_sum", "length_sum", "truncated")  # over a call
 
 
-def updates(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, actors: Actors):
-    """`training.updates_per_call` updates, scanned: (state, actors, metrics), the
+def scanned_update(env: wrappers.SingleAgent, config: PPOConfig, carry, _):
+    """`update` as a step of `jax.lax.scan`: ((state, envs), metrics)."""
+    state, envs, metrics = update(env, config, *carry)
+    return (state, envs), metrics
+
+
+def updates(env: wrappers.SingleAgent, config: PPOConfig, state: PPOState, envs: Envs):
+    """`training.updates_per_call` updates, scanned: (state, envs, metrics), the
     metrics summed (episode counts, `SUMMED`) or averaged (losses) over them. `env` and
     `config` are static under `jit`."""
-    def one(carry, _):
-        state, actors, metrics = update(env, config, *carry)
-        return (state, actors), metrics
-    (state, actors), metrics = jax.lax.scan(one, (state, actors), None,
-                                            length=config.training.updates_per_call)
-    return state, actors, {k: v.sum() if k in SUMMED else v.mean() for k, v in metrics.items()}
+    (state, envs), metrics = jax.lax.scan(functools.partial(scanned_update, env, config),
+                                          (state, envs), None,
+                                          length=config.training.updates_per_call)
+    return state, envs, {k: v.sum() if k in SUMMED else v.mean() for k, v in metrics.items()}
 
 
 def enter_pool(state: PPOState, every: int) -> PPOState:
@@ -368,7 +379,7 @@ def make_optimizer(config: PPOConfig) -> optax.GradientTransformation:
 def new_state(config: PPOConfig, key) -> PPOState:
     """A fresh network and optimiser; the pool (self-play) filled with that network."""
     k_params, k_run = jax.random.split(key)
-    params = N.init_params(N.make_network(config.network), k_params)
+    params = network.init_params(network.make_network(config.network), k_params)
     size = config.selfplay.pool_size
     pool = jax.tree.map(lambda x: jnp.broadcast_to(x, (size,) + x.shape), params) \
         if config.env.opponent == SELF else None
@@ -388,13 +399,13 @@ def is_run(path) -> bool:
     """Whether `path` (a run directory or a checkpoint) holds PPO checkpoints: the config
     of its newest readable one has a `ppo` section."""
     try:
-        directory, step = C.resolve(path)
-        for s in [step] if step is not None else C.steps(directory):
+        directory, step = checkpoint.resolve(path)
+        for s in [step] if step is not None else checkpoint.steps(directory):
             try:
-                return "ppo" in C.restore_config(directory, s)
-            except C.CheckpointError:
+                return "ppo" in checkpoint.restore_config(directory, s)
+            except checkpoint.CheckpointError:
                 continue
-    except C.CheckpointError:
+    except checkpoint.CheckpointError:
         pass
     return False
 
@@ -402,14 +413,14 @@ def is_run(path) -> bool:
 def saved_config(directory, step: int) -> PPOConfig:
     """The validated config of a checkpoint."""
     try:
-        return load_config(base=C.restore_config(directory, step))
+        return load_config(base=checkpoint.restore_config(directory, step))
     except ConfigError as e:
-        raise C.CheckpointError(f"{directory / str(step)}: its config is invalid ({e})") \
+        raise checkpoint.CheckpointError(f"{directory / str(step)}: its config is invalid ({e})") \
             from None
 
 
 def restore_state(directory, step: int, config: PPOConfig) -> PPOState:
-    return C.restore_state(directory, step, abstract_state(config))
+    return checkpoint.restore_state(directory, step, abstract_state(config))
 
 
 def load_params(path, which: str = "best", log=training._to_stderr):
@@ -418,11 +429,11 @@ def load_params(path, which: str = "best", log=training._to_stderr):
     def load(directory, step):
         config = saved_config(directory, step)
         return restore_state(directory, step, config).train.params, config
-    params, config = C.load_path(path, load, log, which)
+    params, config = checkpoint.load_path(path, load, log, which)
     return params, agent_config(config)
 
 
 __all__ = ["PPOConfig", "load_config", "agent_config", "make_env", "start", "update",
-           "updates", "PPOState", "Actors", "Transition", "rollout", "gae", "ppo_loss",
+           "updates", "PPOState", "Envs", "Transition", "rollout", "gae", "ppo_loss",
            "update_epoch", "network_opponent", "enter_pool", "new_state", "is_run",
            "load_params"]

@@ -166,7 +166,7 @@ def load_opponent(spec: str, lookahead: int, rolls: bool | None = None) -> Agent
     (None: whenever `lookahead` > 0)."""
     agent = agents.baseline(spec)
     if agent is None:
-        from trictrac_jax.az import network_agents  # a checkpoint needs the training stack
+        from trictrac_jax.league import network_agents  # a checkpoint needs the training stack
         rolls = lookahead > 0 if rolls is None else rolls
         agent = network_agents.load_agent(spec, network_agents.Play(lookahead=lookahead, rolls=rolls))
     return agent

@@ -28,9 +28,9 @@ import numpy as np
 
 from trictrac_jax import devices
 from trictrac_jax import agents
-from trictrac_jax.az import network_agents
+from trictrac_jax.league import network_agents
 from trictrac_jax.az.checkpoint import CheckpointError
-from trictrac_jax.az.evaluation import wilson
+from trictrac_jax.league.matches import wilson
 from trictrac_jax.tools import positions
 
 DEFAULT_PLAY = "rolls:32"  # a network without @PLAY: its lookahead over the rolls

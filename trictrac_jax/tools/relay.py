@@ -223,9 +223,8 @@ def evaluate(relay: pathlib.Path = RELAY, number: int | None = None, games: int 
     `opponent`, both seats, both playing `play`, and both on the position benchmark; append
     the evaluation to the ledger with the rule's verdict, and return it."""
     import jax
-    from trictrac_jax.az import network_agents
-    from trictrac_jax.az.evaluation import summarise
     from trictrac_jax.az.run import code_version
+    from trictrac_jax.league import network_agents
     from trictrac_jax.tools import positions, rate
 
     relay = pathlib.Path(relay)
@@ -243,7 +242,7 @@ def evaluate(relay: pathlib.Path = RELAY, number: int | None = None, games: int 
     t0 = time.time()
     log(f"leg {number}: {games} games against {opponent}, both playing {play}, seed {seed}")
     match = network_agents.evaluator(config, opponent, games, how)
-    result = summarise(match(params, jax.random.PRNGKey(seed)))
+    result = match(params, jax.random.PRNGKey(seed))
     log(f"leg {number} vs {opponent}: {result.summary()}, 95% Wilson interval")
     bench = positions.load(benchmark or positions.PATH)
     states = positions.states(bench)

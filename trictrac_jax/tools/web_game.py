@@ -72,9 +72,10 @@ class Hinter:
     call a position."""
 
     def __init__(self, spec: str = "champion", top_k: int = LOOKAHEAD):
-        from trictrac_jax.az import network_agents, search  # the training extra
+        from trictrac_jax.az import search  # the training extra
+        from trictrac_jax.league import network_agents
         from trictrac_jax.az.model import model_from_config, rolled_worth
-        from trictrac_jax.worths import candidate_worths
+        from trictrac_jax.ranking import candidate_worths
         params, config = network_agents.load_network(spec)
         model = model_from_config(config)
         # a `points` value is the score margin still to come / margin_scale

@@ -13,11 +13,11 @@ import jax
 
 from trictrac_jax import agents
 from trictrac_jax.az import champion
-from trictrac_jax.az import network as N
+from trictrac_jax.az import network
 from trictrac_jax.az import search as S
 from trictrac_jax.az import training
 from trictrac_jax.az.config import Config
-from trictrac_jax.az.evaluation import Match, play_match
+from trictrac_jax.league.matches import Match, play_match
 from trictrac_jax.az.model import model_from_config
 from trictrac_jax.env import Trictrac
 from trictrac_jax.lowering import batch_rule
@@ -136,7 +136,7 @@ def checkpoint_agent(params, config: Config, play: Play = Play()):
                                  rolls=play.rolls)
         return batch_rule(batched(look), lambda keys, states: look(keys[0], states))
     if play.simulations == 0:
-        return lambda key, state: N.policy_action(model.net, params, state)
+        return lambda key, state: network.policy_action(model.net, params, state)
     own = config.search
     search_config = own.replace(num_simulations=play.simulations,
                                 algorithm=play.algorithm or own.algorithm,
@@ -148,7 +148,7 @@ def checkpoint_agent(params, config: Config, play: Play = Play()):
 
 def evaluator(config: Config, opponent: str, games: int, play: Play = Play(),
               opponent_play: Play | None = None):
-    """A jitted `Match`, `(params, key) -> int32[games]`: the outcomes of a network of the run
+    """A jitted `Match`, `(params, key) -> MatchResult`: the games of a network of the run
     `config` playing as `play` against `opponent`, a `load_agent` spec (a network opponent
     plays as its spec's `@PLAY` says, else as `opponent_play`, by default `play`); compiled
     once per spec, plays and the config's network, search and games (runs that differ in

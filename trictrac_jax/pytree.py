@@ -2,7 +2,7 @@
 copy too): `flax`'s package imports `flax.linen` on import, and the engine imports no
 learning library.
 
-    @struct.dataclass
+    @pytree.dataclass
     class Point:
         x: jax.Array
         y: jax.Array

@@ -1,5 +1,5 @@
-"""Matches between agents, both seats played equally, the Wilson confidence interval, and
-the rule that keeps a training run's evaluations within a share of its wall clock."""
+"""Matches between agents, both seats played equally, and the Wilson confidence interval of
+their win rates."""
 from __future__ import annotations
 
 import math
@@ -81,22 +81,16 @@ def summarise(outcomes) -> MatchResult:
 
 
 class Match(NamedTuple):
-    """A jitted match `(params, key) -> int32[games]` (`play_match` of a network against an
-    opponent), its inputs put on the devices by `place` before each call."""
+    """A jitted match of a network against an opponent, `(params, key) -> MatchResult`
+    (`play_match`, summarised on the host), its inputs put on the devices by `place` before
+    each call."""
 
-    program: Callable  # jax.jit of (params, key) -> outcomes
+    program: Callable  # jax.jit of (params, key) -> int32[games] outcomes
     place: Callable  # (params, key) -> (params, key) on the devices
 
-    def __call__(self, params, key):
-        return self.program(*self.place((params, key)))
+    def __call__(self, params, key) -> MatchResult:
+        return summarise(self.program(*self.place((params, key))))
 
     def compile(self, params, key):
         """Compile the match for inputs shaped like these now: a call then only runs it."""
         self.program.lower(*self.place((params, key))).compile()
-
-
-def evaluation_fits(spent_s: float, elapsed_s: float, expected_s: float, share: float) -> bool:
-    """Whether an evaluation expected to take `expected_s` seconds keeps the run's evaluating
-    (`spent_s` seconds so far) within `share` of its wall clock (`elapsed_s` so far, plus
-    the evaluation's)."""
-    return spent_s + expected_s <= share * (elapsed_s + expected_s)
