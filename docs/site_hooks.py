@@ -4,6 +4,8 @@
 * README.md is the site's home page and CHANGELOG.md its changelog: both are read from the
   repository's root, their links to `docs/` pages and to each other made links of the site,
   and their links to other files (notebooks, examples) written as the repository's paths.
+* A docs page's link to README.md or CHANGELOG.md (`../README.md#anchor`) is made a link to
+  the site's page of it.
 * Attribute docs from comments: a constant or a config key without a docstring is described
   by its trailing `# ...` comment, or else by the comment lines just above it (the package's
   way of describing them), so that the API reference shows them.
@@ -55,6 +57,17 @@ def on_files(files, config):
             content = root_page_links((root(config) / name).read_text())
             files.append(File.generated(config, uri, content=content))
     return files
+
+
+def root_page_targets(markdown: str, page) -> str:
+    """A docs page's links to the root pages, made links to their pages of the site."""
+    if page.file.src_uri in ROOT_PAGES.values():
+        return markdown
+    depth = page.file.src_uri.count("/")
+    for name, uri in ROOT_PAGES.items():
+        markdown = re.sub(r"\]\(" + re.escape("../" * (depth + 1) + name) + r"(?=[#)])",
+                          "](" + "../" * depth + uri, markdown)
+    return markdown
 
 
 class CommentDocs(griffe.Extension):
@@ -130,7 +143,9 @@ def on_pre_build(config):
 
 
 def on_page_markdown(markdown, page, config, files):
-    """Warns (an error under --strict) for each object of an API page without a docstring."""
+    """Links to the root pages made the site's (`root_page_targets`); on an API page, a
+    warning (an error under --strict) for each object without a docstring."""
+    markdown = root_page_targets(markdown, page)
     if not page.file.src_uri.startswith("reference/"):
         return markdown
     if root(config) not in _LOADERS:
