@@ -82,7 +82,7 @@ def test_text_shows_the_board_scores_and_dice(game):
             line = next(l for l in picture.splitlines()
                         if l.strip().startswith(render.COLOUR_NAMES[colour]))
             assert f"points {pos.points[colour]:>2}" in line
-            assert f"holes {pos.holes[colour]:>2}/12" in line
+            assert render.holes_label(pos.holes[colour]) in line
             assert ("bredouille" in line) == pos.can_bredouille[colour]
         assert f"Dice {pos.dice[0]}-{pos.dice[1]}" in picture
         assert render.status_line(pos) in picture
@@ -110,7 +110,7 @@ def test_svg_draws_checkers_dice_and_scores(game):
     pos = render.position(state)
     for colour in (0, 1):
         assert f"points {pos.points[colour]}" in texts
-        assert f"holes {pos.holes[colour]}/12" in texts
+        assert render.holes_label(pos.holes[colour]) in texts
     assert "middle" in texts
     pips = [c for c in root.iter(SVG + "circle") if c.get("r") == str(40 / 11)]
     assert len(pips) == sum(pos.dice)
@@ -196,6 +196,17 @@ def test_status_of_finished_games(game):
     assert render.status_line(render.position(truncated)) == "Game truncated: no winner"
     if bool(game[-1].terminated):
         assert render.position(game[-1]).status == "won"
+
+
+def test_holes_past_twelve_are_shown_as_counted(game):
+    # The reference adds a bredouille's two holes in full: a game can end 13 holes to 2.
+    state = game[-1].replace(_holes=jnp.asarray([13, 2], game[-1]._holes.dtype))
+    assert render.position(state).holes == (13, 2)
+    picture = render.text(state)
+    texts = [t.text for t in ET.fromstring(render.svg(state)).iter(SVG + "text")]
+    for shown in (picture, "\n".join(texts)):
+        assert "holes 13, won" in shown and "holes 2/12" in shown
+        assert "13/12" not in shown
 
 
 def test_bad_input_is_refused(game):

@@ -147,6 +147,12 @@ def _text_row(board, fields, k: int) -> str:
     return _join_halves(cells, "| |")
 
 
+def holes_label(holes: int) -> str:
+    """'holes 7/12' during a game; past the line, the count alone ('holes 13, won'): the
+    reference adds a bredouille's two holes in full, so a game can end at 13."""
+    return f"holes {holes}/{WINNING_HOLES}" if holes < WINNING_HOLES else f"holes {holes}, won"
+
+
 def _text_score(pos: Position, colour: int) -> str:
     points, holes = pos.points[colour], pos.holes[colour]
     marks = POINTS_PER_HOLE - 1
@@ -155,7 +161,7 @@ def _text_score(pos: Position, colour: int) -> str:
     turn = "  <" if pos.player == colour and pos.status in ("move", "hold_or_go", "roll") else ""
     off = NUM_CHECKERS - _on_board(pos.board, colour)
     return (f"  {COLOUR_NAMES[colour]} ({TEXT_SYMBOLS[colour]})  points {points:>2} [{track}]"
-            f"  holes {holes:>2}/{WINNING_HOLES}  off {off:>2}{flag}{turn}")
+            f"  {holes_label(holes):<13}  off {off:>2}{flag}{turn}")
 
 
 def _on_board(board, colour: int) -> int:
@@ -497,7 +503,7 @@ def _score_block(pos: Position, colour: int, x: float, y: float) -> str:
     out.append(_text(x, y + 46, f"points {points}", 14, ink))
     out.append(_track(x, y + 54, min(points, POINTS_PER_HOLE - 1), POINTS_PER_HOLE - 1,
                       PALETTE["points_on"], square=True))
-    out.append(_text(x, y + 88, f"holes {holes}/{WINNING_HOLES}", 14, ink))
+    out.append(_text(x, y + 88, holes_label(holes), 14, ink))
     out.append(_track(x, y + 96, min(holes, WINNING_HOLES), WINNING_HOLES, PALETTE["holes_on"]))
     flag = pos.can_bredouille[colour]
     out.append(f'<rect x="{x}" y="{y + 118}" width="92" height="20" rx="10" '
