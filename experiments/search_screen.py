@@ -83,8 +83,10 @@ def table(rows: list[dict]) -> str:
     """The screen as a markdown table."""
     decisions = 128 * 32  # quick.yaml: self-play decisions an iteration
     head = ("| search (quick.yaml + carry-on, from champion:1) | iterations | self-play "
-            "decisions | H100-estimated self-play cost, gumbel8 iterations | CPU minutes "
-            f"(wall) | vs `{OPPONENT}`, raw policies [95%] |\n|---|---|---|---|---|---|\n")
+            "decisions | self-play cost in gumbel8 iterations, H100 estimate (compiled "
+            "program, model in docs/gpu-program.md) | CPU minutes, compilation included "
+            f"(wall) | vs `{OPPONENT}`, raw policies, both seats [95%] |\n"
+            "|---|---|---|---|---|---|\n")
     lines = []
     for r in rows:
         m = r["match"]
