@@ -784,6 +784,20 @@ def test_time_to_strength_stops_on_the_clock_and_rates_snapshots(tmp_path):
     assert "| tiny | 0.002 |" in (out / "time_to_strength.md").read_text()
 
 
+def test_search_screen_gives_each_search_the_same_h100_cost():
+    """experiments.search_screen: gumbel8 gets the iterations asked; every other search the
+    iterations whose H100-estimated self-play cost is nearest gumbel8's (within half of one
+    of its own iterations), so a costlier search gets fewer."""
+    from experiments import search_screen as screen
+    for asked in (1, 7, 64):
+        given = screen.iterations_at_equal_cost(asked, screen.SCREEN)
+        assert given["gumbel8"] == asked
+        for name, iterations in given.items():
+            cost = screen.H100_COST[name]
+            assert abs(iterations * cost - asked) <= cost / 2 or iterations == 1
+    assert screen.H100_COST["stochastic16"] > screen.H100_COST["gumbel_stochastic8"] > 1
+
+
 def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
     """--init-from: a new run starts from another run's network (its best checkpoint, or
     that network exported to a file in the champion's format) with a fresh optimiser; a
