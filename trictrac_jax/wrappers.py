@@ -426,13 +426,13 @@ class SingleAgent:
     def _play(self, key, state: EnvState, action, new: EnvState | None, params: EnvParams):
         """(state, finished, reward, outcome, illegal): the learner's `action` (None: no
         move, the opening of a new episode; an illegal one replaced by a legal one drawn
-        from `key` under `illegal_action="replace"`), then the opponent's turns until the learner is to move
-        or the game is over; `finished` is the state after them, `reward` the learner's,
-        `outcome` his engine rewards (+1 / -1 if the game ended) and `illegal` whether his
-        action was illegal. With `new` (auto-reset),
-        an episode that ends (its game over, or its learner's steps at
-        `max_steps_in_episode`) is replaced by `new`, whose opponent then opens if he is
-        White, and `state` is that new episode.
+        from `key` under `illegal_action="replace"`), then the opponent's turns until the
+        learner is to move or the game is over; `finished` is the state after them,
+        `reward` the learner's, `outcome` his engine rewards (+1 / -1 if the game ended)
+        and `illegal` whether his action was illegal. With `new` (auto-reset), an episode
+        that ends (its game over, or its learner's steps at `max_steps_in_episode`) is
+        replaced by `new`, whose opponent then opens if he is White, and `state` is that
+        new episode.
 
         One loop of one engine step and one opponent call per iteration: the learner's
         move is its first iteration, and the new episode's opening its last ones."""
