@@ -9,6 +9,9 @@ Trictrac-v1" to ppo.py (each hunk must match the file exactly once), runs its `m
 with its own config (`--set KEY=VALUE` overrides an entry), and prints, by tenth of the
 updates, the share of the finished games that the learner won against `random` and the
 share of his actions that were illegal (`info["illegal_action"]`, in PureJaxRL's metrics).
+Then it measures the trained policy, sampled as in training, against `random` on the
+environment that ppo.py made (its `gymnax.make` keywords): `--games` games, half as White
+and half as Black, each to its end, with the 95% Wilson interval of the share won.
 
 The libraries that PureJaxRL imports and this repository does not install are stood in for:
 distrax's `Categorical` (its `sample`, `log_prob` and `entropy`, in plain jax), and brax and
@@ -29,7 +32,11 @@ from trictrac_jax import devices
 devices.choose_platform()  # before JAX starts, which importing gymnax does (devices.py)
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+
+from trictrac_jax import wrappers  # noqa: E402
+from trictrac_jax.league.matches import wilson  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PUREJAXRL = ROOT / "examples" / "purejaxrl"
@@ -108,7 +115,7 @@ def load_ppo() -> types.ModuleType:
         sys.path.remove(str(PUREJAXRL))
         for name in [*added, "wrappers"]:
             sys.modules.pop(name, None)
-    ppo.CONFIG = main_config(source)
+    ppo.CONFIG, ppo.MAKE_KEYWORDS = main_config(source), make_keywords(source)
     return ppo
 
 
@@ -119,6 +126,55 @@ def main_config(source: str) -> dict:
                 and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["config"]):
             return ast.literal_eval(node.value)
     raise ValueError("ppo.py: no `config = {...}`")
+
+
+def make_keywords(source: str) -> dict:
+    """The keywords of ppo.py's `gymnax.make(config["ENV_NAME"], ...)` call."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "gymnax.make":
+            return {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+    raise ValueError("ppo.py: no `gymnax.make(...)` call")
+
+
+def evaluate(ppo, config: dict, params, key, games: int) -> tuple[np.ndarray, int, int]:
+    """The trained network's policy (`params`), sampled, against `random` on Trictrac-v1
+    with ppo.py's keywords: `games` games (even), the learner White in the first half and
+    Black in the second, each played to its end (or `max_steps_in_episode`). Returns
+    (outcome int[games]: +1 won, -1 lost, 0 truncated; the learner's actions; how many of
+    them were illegal)."""
+    network = ppo.ActorCritic(wrappers.NUM_ACTIONS, activation=config["ACTIVATION"])
+
+    def play(seat, key):
+        env = wrappers.SingleAgent(seat=seat, **ppo.MAKE_KEYWORDS)
+        params_env, half = env.default_params, games // 2
+        k_reset, key = jax.random.split(key)
+        obs, state = jax.vmap(env.reset, (0, None))(jax.random.split(k_reset, half), params_env)
+        zeros = jnp.zeros(half, jnp.int32)
+
+        def going(c):
+            return ~c[3].all()
+
+        def step(c):
+            obs, state, key, over, outcome, actions, illegal = c
+            key, k_act, k_step = jax.random.split(key, 3)
+            pi, _ = network.apply(params, obs)
+            action = pi.sample(seed=k_act)
+            obs, state, _, terminated, truncated, info = jax.vmap(
+                env.step, (0, 0, 0, None))(jax.random.split(k_step, half), state, action,
+                                            params_env)
+            playing = ~over
+            return (obs, state, key, over | terminated | truncated,
+                    jnp.where(playing, info["outcome"].astype(jnp.int32), outcome),
+                    actions + playing, illegal + (playing & info["illegal_action"]))
+
+        c = jax.lax.while_loop(going, step, (obs, state, key, zeros.astype(bool), zeros,
+                                             zeros, zeros))
+        return c[4], c[5].sum(), c[6].sum()
+
+    white, black = (jax.jit(play, static_argnums=0)(seat, k)
+                    for seat, k in enumerate(jax.random.split(key)))
+    return (np.concatenate([white[0], black[0]]), int(white[1] + black[1]),
+            int(white[2] + black[2]))
 
 
 def by_tenth(metrics, parts: int = 10) -> tuple[np.ndarray, np.ndarray]:
@@ -143,7 +199,11 @@ def main(argv=None):
     parser.add_argument("--set", action="append", default=[], type=setting,
                         metavar="KEY=VALUE", help="a config entry, e.g. --set NUM_ENVS=8")
     parser.add_argument("--seed", type=int, default=30)  # ppo.py's
+    parser.add_argument("--games", type=int, default=1000,
+                        help="games of the trained policy against random, half in each seat")
     args = parser.parse_args(argv)
+    if args.games < 2 or args.games % 2:
+        parser.error(f"--games: an even number >= 2, got {args.games}")
     ppo = load_ppo()
     config = {**ppo.CONFIG, "DEBUG": False}  # DEBUG prints every finished episode
     for name, value in args.set:
@@ -154,6 +214,15 @@ def main(argv=None):
     won, illegal = by_tenth(out["metrics"])
     print("won against random, by tenth of the updates:", " ".join(f"{x:.2f}" for x in won))
     print("illegal actions, by tenth of the updates:   ", " ".join(f"{x:.2f}" for x in illegal))
+    outcome, actions, illegal = evaluate(ppo, config, out["runner_state"][0].params,
+                                         jax.random.PRNGKey(args.seed + 1), args.games)
+    won = int((outcome > 0).sum())
+    lo, hi = wilson(won, args.games)
+    print(f"trained policy against random: won {won / args.games:.3f} [{lo:.3f}, {hi:.3f}] of "
+          f"{args.games} games ({args.games // 2} as White, {args.games // 2} as Black; "
+          f"{int((outcome == 0).sum())} unfinished); illegal actions: {illegal / actions:.2f} "
+          f"of {actions}")
+    out["evaluation"] = {"outcome": outcome, "actions": actions, "illegal": illegal}
     return out
 
 

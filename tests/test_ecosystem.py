@@ -55,12 +55,16 @@ TINY = ["--set", "NUM_ENVS=2", "--set", "NUM_STEPS=8", "--set", "TOTAL_TIMESTEPS
 def test_purejaxrl_ppo_runs_with_the_documented_lines(capsys, monkeypatch):
     """PureJaxRL's own ppo.py with docs/api.md's diff applied (mask-unaware, illegal actions
     replaced): two updates of a tiny config, in one jit; its metrics count the illegal
-    actions."""
+    actions; four games of the trained policy against random, two in each seat."""
     example = load_example("run_purejaxrl", monkeypatch)
-    out = example.main(TINY)
+    out = example.main([*TINY, "--games", "4"])
     assert not {"distrax", "brax", "navix", "wrappers"} & set(sys.modules)  # stood in, gone
     printed = capsys.readouterr().out
     assert "won against random" in printed and "illegal actions, by tenth" in printed
+    assert "of 4 games (2 as White, 2 as Black" in printed
+    evaluation = out["evaluation"]
+    assert evaluation["outcome"].shape == (4,) and set(evaluation["outcome"]) <= {-1, 0, 1}
+    assert 4 <= evaluation["actions"] and 0 < evaluation["illegal"] <= evaluation["actions"]
     train_state, metrics = out["runner_state"][0], out["metrics"]
     assert int(train_state.step) == 2 * 1 * 2  # updates x epochs x minibatches
     assert "timestep" in metrics  # PureJaxRL's LogWrapper's
@@ -73,6 +77,9 @@ def test_purejaxrl_ppo_runs_with_the_documented_lines(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         example.main(["--set", "NUM_ENV=2"])
     assert "unknown key 'NUM_ENV'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        example.main(["--games", "3"])
+    assert "--games: an even number" in capsys.readouterr().err
 
 
 def test_purejaxrl_example_trains(capsys, monkeypatch):

@@ -248,11 +248,24 @@ def test_rollout_wrapper_plays_legal_moves_read_from_the_observation(gymnax_env)
     assert bool(space.contains(jax.tree.map(lambda x: x[0, 0], obs)))
 
 
-def test_an_illegal_action_is_replaced_by_the_next_legal_one():
+def test_an_illegal_action_is_replaced_by_a_uniform_legal_one():
+    """Three legal actions by hand: an illegal action (in range or out of it) becomes one of
+    the three, each drawn a third of the time; a legal one stays; the same key draws the
+    same one. (The penalty and the counts in `info`: test_illegal_actions_are_counted_and_
+    replaced, test_returns_add_up_to_the_engine_rewards.)"""
     mask = np.zeros(tt.NUM_ACTIONS, bool)
-    mask[[5, 300]] = True
-    replaced = [int(W._next_legal(mask, a)) for a in (3, 5, 6, 300, 400, -1)]
-    assert replaced == [5, 5, 300, 300, 5, 5]
+    mask[[5, 300, 400]] = True
+    game = tt.Trictrac().init(jax.random.PRNGKey(0)).replace(legal_action_mask=jnp.asarray(mask))
+    keys = jax.random.split(jax.random.PRNGKey(1), 3000)
+    replaced = jax.jit(jax.vmap(W._legal_or_random, (0, None, None)))
+    for illegal in (3, 6, 513, -1, 514):
+        played = np.asarray(replaced(keys, game, illegal))
+        counts = np.bincount(played, minlength=tt.NUM_ACTIONS)
+        assert counts[[5, 300, 400]].sum() == len(keys)  # always legal
+        assert (np.abs(counts[[5, 300, 400]] - 1000) < 130).all(), counts[[5, 300, 400]]  # 5 sd
+        np.testing.assert_array_equal(played, replaced(keys, game, illegal))
+    for legal in (5, 300, 400):
+        assert (np.asarray(replaced(keys, game, legal)) == legal).all()
 
 
 def test_rejects_bad_settings():

@@ -33,9 +33,10 @@ Conventions, as gymnax 1.0's `Environment`:
   `state.legal_action_mask` is pgx's, and `env.legal_action_mask(state)` reads it through
   gymnax wrappers' states too. It is all True once a game is over, as the engine's.
 * An illegal action (`ILLEGAL_ACTIONS`) loses the game, as in the engine ("lose"), or, for
-  code that ignores the mask, is replaced by the first legal action after it (in the
-  actions' order, cyclically) at a penalty of `illegal_penalty` taken from the step's
-  reward ("replace"). Either way `info` counts it.
+  code that ignores the mask, is replaced by a legal action drawn uniformly from the step's
+  key, at a penalty of `illegal_penalty` taken from the step's reward ("replace"): a policy
+  that ignores the mask plays as `agents.random_agent` where it is illegal, so it starts at
+  random's strength and learns from there. Either way `info` counts it.
 * Time: `EnvParams.max_steps_in_episode` counts the learner's steps (`state.time`), after
   which an episode is truncated: about twice as many decisions of both colours. It is the
   one limit: the default engine has no `max_steps` (an engine given with one also
@@ -84,7 +85,7 @@ FLAT_SIZE = OBS_SIZE + NUM_ACTIONS  # 731: the length of the "flat" observation
 # What an illegal action of the learner does, by `illegal_action`.
 ILLEGAL_ACTIONS = {
     "lose": "the engine's rule: he loses the game (-1)",
-    "replace": "the first legal action after it is played instead, at `illegal_penalty`",
+    "replace": "a uniformly drawn legal action is played instead, at `illegal_penalty`",
 }
 DEFAULT_ILLEGAL_PENALTY = 0.01  # a hundredth of a game: taken from that step's reward
 DEFAULT_MAX_STEPS_IN_EPISODE = 500  # the learner's steps: about 1000 decisions of both colours
@@ -213,12 +214,11 @@ def _is_legal(mask, action) -> jax.Array:
     return mask[jnp.clip(action, 0, NUM_ACTIONS - 1)] & (action >= 0) & (action < NUM_ACTIONS)
 
 
-def _next_legal(mask, action) -> jax.Array:
-    """int32: the first legal action in `mask` bool[514] after `action`, in the actions'
-    order, cyclically. Which move replaces an illegal action still depends on the action,
-    so that a policy that ignores the mask chooses its move at every step."""
-    after = (jnp.arange(NUM_ACTIONS) - jnp.asarray(action, jnp.int32)) % NUM_ACTIONS
-    return jnp.argmin(jnp.where(mask, after, NUM_ACTIONS)).astype(jnp.int32)
+def _legal_or_random(key, game: State, action) -> jax.Array:
+    """int32: `action` if it is legal in `game`, else a legal action drawn uniformly from
+    `key` (`agents.random_agent`'s draw)."""
+    return jnp.where(_is_legal(game.legal_action_mask, action), jnp.asarray(action, jnp.int32),
+                     agents.random_agent(key, game))
 
 
 class _Turns(NamedTuple):
@@ -425,14 +425,14 @@ class SingleAgent:
 
     def _play(self, key, state: EnvState, action, new: EnvState | None, params: EnvParams):
         """(state, finished, reward, outcome, illegal): the learner's `action` (None: no
-        move, the opening of a new episode; an illegal one replaced by a legal one under
-        `illegal_action="replace"`), then the opponent's turns until the learner is to move
-        or the game is over; `finished` is the state after them, `reward` the learner's,
-        `outcome` his engine rewards (+1 / -1 if the game ended) and `illegal` whether his
-        action was illegal. With `new` (auto-reset),
-        an episode that ends (its game over, or its learner's steps at
-        `max_steps_in_episode`) is replaced by `new`, whose opponent then opens if he is
-        White, and `state` is that new episode.
+        move, the opening of a new episode; an illegal one replaced by a legal one drawn
+        from `key` under `illegal_action="replace"`), then the opponent's turns until the
+        learner is to move or the game is over; `finished` is the state after them,
+        `reward` the learner's, `outcome` his engine rewards (+1 / -1 if the game ended)
+        and `illegal` whether his action was illegal. With `new` (auto-reset), an episode
+        that ends (its game over, or its learner's steps at `max_steps_in_episode`) is
+        replaced by `new`, whose opponent then opens if he is White, and `state` is that
+        new episode.
 
         One loop of one engine step and one opponent call per iteration: the learner's
         move is its first iteration, and the new episode's opening its last ones."""
@@ -441,8 +441,8 @@ class SingleAgent:
         illegal = jnp.bool_(False) if action is None else ~_is_legal(
             state.game.legal_action_mask, action)
         if action is not None and self.illegal_action == "replace":
-            action = jnp.where(illegal, _next_legal(state.game.legal_action_mask, action),
-                               action)
+            key, k_legal = jax.random.split(key)
+            action = _legal_or_random(k_legal, state.game, action)
 
         def going(c: _Turns):
             return c.first | (~c.game.done & (c.game.current_player != c.seat))
