@@ -184,22 +184,3 @@ def test_encode_inverts_decode_on_every_legal_action(lowering):
         pair = pairs[action - moves.FIRST_MOVE]
         ordinal = np.array([cumulative[pair[0]], cumulative[pair[2]]])
         assert int(moves.encode(dice, pair, ordinal)) == action
-
-
-def test_set_moves_sets_the_applied_games_actions_batched_as_one_by_one():
-    """`moves.set_moves` (the GPU lowering's last write of a roll's Move actions): the
-    actions of `move_indices` (NUM_ACTIONS: none) set True in the mask where `applied`, the
-    mask's other entries kept; a batch (one flat scatter) as each game alone."""
-    import jax
-
-    rng = np.random.default_rng(5)
-    masks = rng.random((3, 514)) < 0.1
-    index = rng.integers(2, 514 + 1, (3, moves.NUM_CANDIDATES)).astype(np.int32)
-    applied = np.array([True, False, True])
-    batched = np.asarray(jax.jit(jax.vmap(moves.set_moves))(masks, index, applied))
-    for g in range(3):
-        want = masks[g].copy()
-        if applied[g]:
-            want[index[g][index[g] < 514]] = True
-        assert np.array_equal(batched[g], want)
-        assert np.array_equal(np.asarray(moves.set_moves(masks[g], index[g], applied[g])), want)

@@ -46,7 +46,7 @@ from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax import scoring
 from trictrac_jax.arrays import select_tree
-from trictrac_jax.lowering import cpu_chunked, current, kernel_boundary
+from trictrac_jax.lowering import cpu_chunked, kernel_boundary
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
                                 TS_ROLL_DICE, State)
@@ -186,17 +186,10 @@ def _chance(state: State, outcome, max_steps: int | None, observed: bool) -> Sta
     outcome = jnp.asarray(outcome, jnp.int32)
     valid = (outcome >= 0) & (outcome < NUM_CHANCE_OUTCOMES)
     # an outcome out of range indexes some other outcome's dice: that roll is discarded
-    rolled, move_index = _roll(state, jnp.asarray(CHANCE_DICE)[outcome])
-    rolled = _finish(rolled, max_steps, rolled=True, observed=observed)
+    rolled = _finish(_roll(state, jnp.asarray(CHANCE_DICE)[outcome]), max_steps, rolled=True,
+                     observed=observed)
     keep = state.replace(rewards=jnp.zeros(2, jnp.float32))
-    applied = state.is_chance & valid
-    chanced = select_tree(applied, rolled, keep)
-    if move_index is None:
-        return chanced
-    # The Move actions set last: every select above (a mask all True, the kept state's)
-    # commutes with setting actions True, and no action Go is set.
-    return chanced.replace(legal_action_mask=moves.set_moves(chanced.legal_action_mask,
-                                                              move_index, applied))
+    return select_tree(state.is_chance & valid, rolled, keep)
 
 
 def every_roll(afterstates: State, max_steps: int | None = DEFAULT_MAX_STEPS,
@@ -292,30 +285,19 @@ def _decide(state: State, action) -> State:
     return select_tree(action == 1, gone, moved)
 
 
-def _roll(state: State, dice):
-    """The dice are thrown: score the roll for the player to move and mark his points.
-
-    Returns the state and, under a lowering that sets them last (`lowering.Lowering.
-    moves_set_last`), the Move actions int32[N] (`moves.move_indices`) that its mask still
-    lacks; else None."""
+def _roll(state: State, dice) -> State:
+    """The dice are thrown: score the roll for the player to move and mark his points."""
     player = state.current_player
     roll_count = state._dice_roll_count + (jnp.arange(2) == player)  # a select, no scatter
     view = B.view_board(state._board, player)
-    move_index = None
-    if current().moves_set_last:
-        points, move_index, some_move = scoring.roll_outcome_indexed(view, dice,
-                                                                     roll_count[player])
-        move_mask = jnp.zeros(NUM_ACTIONS, bool)
-    else:
-        points, move_mask, some_move = scoring.roll_outcome(view, dice, roll_count[player])
+    points, move_mask, some_move = scoring.roll_outcome(view, dice, roll_count[player])
     state = state.replace(_dice=dice, _dice_roll_count=roll_count, _dice_points=points)
     state, new_hole = _mark(state, player, points[0], 1 - player)
     won = new_hole & (state._holes[player] >= WINNING_HOLES)
     turn_stage = jnp.where(new_hole, jnp.where(won, TS_MARK_POINTS, TS_HOLD_OR_GO), TS_MOVE)
     mask = moves.decision_mask(dice, move_mask, some_move, turn_stage == TS_HOLD_OR_GO)
     return state.replace(_turn_stage=turn_stage.astype(jnp.int32), legal_action_mask=mask,
-                         _stage=jnp.where(won, STAGE_ENDED, state._stage).astype(jnp.int32)
-                         ), move_index
+                         _stage=jnp.where(won, STAGE_ENDED, state._stage).astype(jnp.int32))
 
 
 def observe(state: State, player=None):

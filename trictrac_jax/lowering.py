@@ -24,8 +24,7 @@ Lowerings (`current()`, read at trace time): on CPU, a `materialised` result is 
 in a while loop, large batches are chunked, `append` concatenates and `lookup` is a one-hot
 reduction; on an accelerator, `materialised` is plain fusion (on a GPU the while loops
 cost more than the recomputation they save), a batch runs in one pass, `append` pads and
-selects, `lookup` gathers, `kernel_boundary` keeps a value out of its readers' kernels, and
-a roll's Move actions are scattered last, into the step's own mask (`env._chance`).
+selects, `lookup` gathers and `kernel_boundary` keeps a value out of its readers' kernels.
 The game-minor layout holds on both; "gpu-games-first" is the GPU lowering with
 `game_minor` a plain `jax.vmap` (games the major axis, the reductions over candidates along
 rows), kept to be timed beside it on a GPU (`python -m benchmarks.bench --gpu`) before
@@ -66,9 +65,6 @@ class Lowering(NamedTuple):
     reduce_apart: bool  # `reduce_candidates`: apart from its operand, in two stages
     bounded: bool  # `kernel_boundary`: an optimisation barrier (else nothing)
     games_last: bool  # `game_minor`: games moved to the last axis (else a plain vmap)
-    # a roll's Move actions are set last, into the step's mask (`env._chance`), rather than
-    # into a mask of their own that the step's selects then read
-    moves_set_last: bool
     # `ranking.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
     # passes of `candidates_per_game` x games, while any remain) ...
@@ -86,10 +82,10 @@ class Lowering(NamedTuple):
 # iteration (`python -m experiments.recipes_h100`).
 LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, join_by_select=False,
                              gather=False, reduce_apart=False, bounded=False, games_last=True,
-                             moves_set_last=False, every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
+                             every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
              "gpu": Lowering(materialise_in_loop=False, chunked=False, join_by_select=True,
                              gather=True, reduce_apart=True, bounded=True, games_last=True,
-                             moves_set_last=True, every_pair_up_to=32, candidates_per_game=32,
+                             every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536)}
 LOWERINGS["gpu-games-first"] = LOWERINGS["gpu"]._replace(games_last=False)
 

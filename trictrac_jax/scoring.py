@@ -432,26 +432,14 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
                     _filled_quarter_ways(board, dice, lists), pairs, ~lists.some)
 
 
-def _points_and_lists(board, dice, roll_count):
-    lists = roll_lists(board, dice)
-    return roll_jans(board, dice, roll_count, lists).points, lists
-
-
 @game_minor
 def roll_outcome(board, dice, roll_count):
     """What a roll gives on view board int[24] with dice int[2] (`roll_count`: this roll's
     number): int32[2] points for [roller, opponent], bool[514] the legal Move actions and
     bool whether there is one (see `moves.decision_mask`)."""
-    points, lists = _points_and_lists(board, dice, roll_count)
-    return points, moves.move_actions(board, dice, lists), lists.some
-
-
-@game_minor
-def roll_outcome_indexed(board, dice, roll_count):
-    """`roll_outcome` with the legal Move actions as `moves.move_indices`, int32[N]: the
-    GPU lowering sets them last, into the step's mask (`env._chance`)."""
-    points, lists = _points_and_lists(board, dice, roll_count)
-    return points, moves.move_indices(dice, lists), lists.some
+    lists = roll_lists(board, dice)
+    jans = roll_jans(board, dice, roll_count, lists)
+    return jans.points, moves.move_actions(board, dice, lists), lists.some
 
 
 def mark_points(points, holes, can_bredouille, scorer, n, opponent):

@@ -43,7 +43,7 @@ Everything is on the mover's view board (see board.py).
 
 from trictrac_jax.moves.actions import (CHECKERS, FIRST_MOVE, GO, ORDER_ACTIONS, decision_mask,
                                         decode, encode, legal_action_mask, legal_moves,
-                                        move_actions, move_indices, set_moves)
+                                        move_actions)
 from trictrac_jax.moves.candidates import Candidates, can_take_corner_by_effect, candidates
 from trictrac_jax.moves.layout import NO_ORDER, NUM_CANDIDATES, PASS_SIZE
 from trictrac_jax.moves.lists import (Found, MoveLists, Probes, earliest, first_listed, member,
@@ -52,5 +52,5 @@ from trictrac_jax.moves.lists import (Found, MoveLists, Probes, earliest, first_
 __all__ = ["CHECKERS", "FIRST_MOVE", "GO", "ORDER_ACTIONS", "NO_ORDER", "NUM_CANDIDATES",
            "PASS_SIZE", "Candidates", "Found", "MoveLists", "Probes", "can_take_corner_by_effect",
            "candidates", "decision_mask", "decode", "earliest", "encode", "first_listed",
-           "legal_action_mask", "legal_moves", "member", "move_actions", "move_indices", "move_lists",
-           "no_probes", "set_moves"]
+           "legal_action_mask", "legal_moves", "member", "move_actions", "move_lists",
+           "no_probes"]

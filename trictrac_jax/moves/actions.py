@@ -10,7 +10,7 @@ import numpy as np
 
 from trictrac_jax import board as B
 from trictrac_jax.board import NUM_FIELDS, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lowering import batch_rule, game_minor
+from trictrac_jax.lowering import game_minor
 from trictrac_jax.moves.layout import NUM_CANDIDATES, lanes_of
 from trictrac_jax.moves.lists import MoveLists, move_lists
 from trictrac_jax.state import NUM_ACTIONS
@@ -44,58 +44,21 @@ def encode(dice, pair, ordinal):
             + checker2.astype(jnp.int32))
 
 
-def move_indices(dice, lists: MoveLists):
-    """int32[N, *lanes]: the Move action of each legal sequence in `lists`, NUM_ACTIONS (no
-    action) for the other candidates."""
-    c = lists.candidates
-    return jnp.where(lists.legal, encode(dice, c.listed, c.listed_ordinal), NUM_ACTIONS)
-
-
-def _set_flat(mask, action, listed):
-    """bool[games * 514]: `mask`, games first and flat, with the actions `action`
-    int32[N, games] set where `listed`: one flat index a candidate (out of range, dropped,
-    where not listed)."""
-    games = action.shape[1]
-    flat = jnp.where(listed, action + NUM_ACTIONS * jnp.arange(games), NUM_ACTIONS * games)
-    return mask.at[flat.ravel()].set(True, mode="drop")
-
-
 def move_actions(board, dice, lists: MoveLists):
     """bool[514, *lanes]: the Move actions of the legal sequences in `lists`.
 
-    The scatter writes games first (`_set_flat`), as the state's mask is laid out: the
-    transpose back to games last here and `game_minor`'s transpose to games first cancel,
-    where a mask written games last is transposed by a kernel of its own."""
+    The scatter writes games first (one flat index per candidate; out of range, dropped,
+    for those not listed), as the state's mask is laid out: the transpose back to games
+    last here and `game_minor`'s transpose to games first cancel, where a mask written
+    games last is transposed by a kernel of its own."""
     lanes = lanes_of(board, 1)
     games = int(np.prod(lanes))
     c = lists.candidates
     action = encode(dice, c.listed, c.listed_ordinal).reshape(NUM_CANDIDATES, games)
-    mask = _set_flat(jnp.zeros(games * NUM_ACTIONS, bool), action,
-                     lists.legal.reshape(action.shape))
+    flat = jnp.where(lists.legal.reshape(action.shape),
+                     action + NUM_ACTIONS * jnp.arange(games), NUM_ACTIONS * games)
+    mask = jnp.zeros(games * NUM_ACTIONS, bool).at[flat.ravel()].set(True, mode="drop")
     return jnp.moveaxis(mask.reshape(lanes + (NUM_ACTIONS,)), -1, 0) if lanes else mask
-
-
-def _set_moves_batched(mask, index, applied):
-    """`set_moves` of a batch: mask bool[games, 514], index int32[games, N], applied
-    bool[games]. The index is read games last (`.T`), which cancels the transpose that
-    brought it games first out of `game_minor`."""
-    index = index.T
-    flat = _set_flat(mask.reshape(-1), index, applied & (index < NUM_ACTIONS))
-    return flat.reshape(mask.shape)
-
-
-def _set_moves(mask, index, applied):
-    return mask.at[jnp.where(applied, index, NUM_ACTIONS)].set(True, mode="drop")
-
-
-_set_moves_rule = batch_rule(_set_moves, _set_moves_batched)
-
-
-def set_moves(mask, index, applied):
-    """bool[514]: `mask` with the Move actions `index` int32[N] (`move_indices`) set where
-    `applied`, in one scatter into `mask` itself: how the GPU lowering writes a roll's
-    Move actions, last (see `env._chance`)."""
-    return _set_moves_rule(mask, index, applied)
 
 
 @game_minor
