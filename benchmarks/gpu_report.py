@@ -35,7 +35,7 @@ from trictrac_jax.az import config as config_lib
 from trictrac_jax.az import training as T
 from trictrac_jax.az.run import code_version
 from trictrac_jax.tools import gpu_program as G
-from benchmarks import measure
+from benchmarks import gpu_session, measure
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 BASE_CONFIG = CONFIGS / "base.yaml"
@@ -280,7 +280,58 @@ def markdown(result: dict) -> str:
     lines += [f"| configs/tpu.yaml, one training iteration ({t['iteration_what']}; its "
               f"{t['searches']} searches inside) | "
               f"{t['iteration']['operations']:,.0f} | {t['iteration']['memory_gb']:.2f} GB |"]
-    return "\n".join(lines + model_section(result["calibration"])) + "\n"
+    return "\n".join(lines + model_section(result["calibration"])
+                     + measured_section(result["random_play"], result.get("measured"))) + "\n"
+
+
+def newest_measurement(path: Path = gpu_session.COMMITTED_TABLE) -> dict | None:
+    """The committed `bench --gpu` table's random play, with its device and the engine it
+    measured, and whether that engine is this one (its fingerprint); None without a table."""
+    table = gpu_session.read_json(path)
+    if not table:
+        return None
+    device = table["device"]
+    return {"device": device["device_kind"], "jax": device["jax"], "date": device["date"],
+            "engine": device["engine"], "command": table["command"],
+            "current": device["engine"]["fingerprint"]
+            == gpu_session.engine_identity()["fingerprint"],
+            "random_play": [{"env": r["env"], "loop": r["loop"], "games": r["batch"],
+                             "steps_per_s": r["steps_per_s"]} for r in table["random_play"]]}
+
+
+def measured_section(estimates: list[dict], measured: dict | None) -> list[str]:
+    """The model's estimates of this engine beside the newest measured table (not fitted
+    on), when that table measured this engine."""
+    lines = ["## The model against the newest measurement", ""]
+    if not measured:
+        return lines + ["No measured table is committed (`benchmarks/data/bench-gpu.json`).", ""]
+    engine = measured["engine"]
+    said = (f"{measured['device']}, engine {engine['commit']} (fingerprint "
+            f"{engine['fingerprint']}), jax {measured['jax']}, {measured['date']}, "
+            f"`{measured['command']}` (`benchmarks/data/bench-gpu.md`)")
+    if not measured["current"]:
+        return lines + [f"The newest measured table ({said}) is of another engine: no row "
+                        "compares with these estimates.", ""]
+    est = {(r["env"], r["loop"], r["games"]): r["estimated_us"] for r in estimates}
+    rows = [(r["env"], r["loop"], r["games"], r["games"] / r["steps_per_s"] * 1e6,
+             est.get((r["env"], r["loop"], r["games"])))
+            for r in measured["random_play"]]
+    lines += [f"Measured on one {said}: this engine, on another device than the model's "
+              "calibration (an H200: the H100's multiprocessors with 1.4x its memory "
+              "bandwidth). The rows below were not fitted on.", "",
+              "| games | loop | env | measured µs/step | estimated µs/step (H100) | "
+              "estimated / measured |", "|---|---|---|---|---|---|"]
+    lines += [f"| {games:,} | {loop} | {env} | {us:,.0f} | {e:,.0f} | {e / us:.2f} |"
+              for env, loop, games, us, e in sorted(rows, key=lambda r: (r[1], r[2], r[0]))
+              if e is not None]
+    under = [e / us for env, loop, games, us, e in rows
+             if env == measure.TRICTRAC and loop == measure.PLAIN and e is not None]
+    lines += ["", "The model estimates this engine's plain-loop step at "
+              f"{min(under):.2f}-{max(under):.2f} of its measured time: its terms (launches "
+              "and bytes) miss the work of the kernels over the 512 candidates, which the "
+              "measured profile puts at most of a step ([speed.md](speed.md#measured-on-one-"
+              "h200-this-engine)).", ""] if under else [""]
+    return lines
 
 
 def spill_section(rows) -> list[str]:
@@ -438,7 +489,7 @@ def run(args, command) -> dict:
         "of every game (a search, then the step), read from the training iteration's "
         "program (one iteration of its self-play loop; device memory: the iteration's).",
         "iteration_what": iterated(config) + ".",
-        "model": G.H100_MODEL._asdict()}
+        "model": G.H100_MODEL._asdict(), "measured": newest_measurement()}
     result["seconds"] = time.perf_counter() - start
     result["load"] = (load_at_start, os.getloadavg()[0])
     measure.write_report(args.output or Path("docs/gpu-program.md"), markdown(result), result)

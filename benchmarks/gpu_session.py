@@ -207,16 +207,21 @@ class Session:
         killed after `seconds`; returns its exit status (-9: killed at its deadline)."""
         self.note(f"{name}: started, {seconds:.0f} s at most: `{shlex.join(argv)}`")
         t0 = time.monotonic()
+        deadline = t0 + seconds
         with (self.out / "session.log").open("ab") as log:
             child = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, env=env,
                                      process_group=0)  # killed with its children
             try:
-                for line in _lines_until(child, t0 + seconds):
+                for line in _lines_until(child, deadline):
                     log.write(line)
                     log.flush()
                     sys.stdout.buffer.write(line)
                     sys.stdout.flush()
+                # its output ends a moment before it exits: not a kill
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
             finally:
                 killed = child.poll() is None
                 if killed:

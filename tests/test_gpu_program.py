@@ -141,3 +141,32 @@ def test_model_reproduces_the_h100_measurements():
         (env, games) for env in ("trictrac", "pgx backgammon") for games in gpu_report.GAMES}
     for r in rows:
         assert abs(r["error"]) <= 0.25, r
+
+
+def test_the_report_sets_its_estimates_beside_the_newest_measurement_of_this_engine(tmp_path):
+    """gpu-program.md compares the model with the committed `bench --gpu` table only when
+    that table measured this engine (its fingerprint), row by row, each ratio computed from
+    the measured steps/s."""
+    from benchmarks import gpu_report, gpu_session
+    engine = gpu_session.engine_identity()
+    table = {"command": "bench --gpu", "device": {
+                 "device_kind": "NVIDIA H200", "jax": "0.11.2", "date": "today",
+                 "engine": engine},
+             "random_play": [{"env": "trictrac", "loop": "plain", "batch": 1024,
+                              "steps_per_s": 1024 / 200e-6},
+                             {"env": "trictrac", "loop": "plain", "batch": 8192,
+                              "steps_per_s": 1e6}]}
+    (tmp_path / "t.json").write_text(json.dumps(table))
+    measured = gpu_report.newest_measurement(tmp_path / "t.json")
+    assert measured["current"]
+    estimates = [{"env": "trictrac", "loop": "plain", "games": 1024, "estimated_us": 100.0}]
+    text = "\n".join(gpu_report.measured_section(estimates, measured))
+    assert "| 1,024 | plain | trictrac | 200 | 100 | 0.50 |" in text
+    assert "8,192" not in text  # no estimate at that size: no row
+    table["device"]["engine"] = {"commit": "abc", "fingerprint": "0" * 16}
+    (tmp_path / "t.json").write_text(json.dumps(table))
+    text = "\n".join(gpu_report.measured_section(
+        estimates, gpu_report.newest_measurement(tmp_path / "t.json")))
+    assert "of another engine" in text and "| 1,024 |" not in text
+    assert "No measured table" in "\n".join(gpu_report.measured_section(
+        estimates, gpu_report.newest_measurement(tmp_path / "missing.json")))

@@ -77,6 +77,15 @@ def test_a_part_killed_at_its_deadline_leaves_its_files(tmp_path):
     assert "s, killed at its deadline" in (tmp_path / "out" / "session.md").read_text()
 
 
+def test_a_part_that_closes_its_output_before_exiting_is_not_called_killed(tmp_path):
+    # A run's output ends a moment before its process does (the session on an H200
+    # reported two finished parts as killed): the record waits for the exit status.
+    session = G.Session(tmp_path / "out", 1, "test")
+    child = "import os, time; print('done', flush=True); os.close(1); os.close(2); time.sleep(1)"
+    assert session.run("quick", [sys.executable, "-c", child], 30) == 0
+    assert "s, exit status 0" in (tmp_path / "out" / "session.md").read_text()
+
+
 def test_out_is_packed_to_the_device_tools_limits(tmp_path, monkeypatch):
     monkeypatch.setattr(G, "MAX_FILE_BYTES", 1000)
     monkeypatch.setattr(G, "MAX_TOTAL_BYTES", 1400)
