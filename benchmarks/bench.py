@@ -238,6 +238,10 @@ def parse_args(argv):
                    help="--h100: also write random play's H100 kernels to PATH (the model's "
                         "calibration data, gpu_report.CALIBRATION_DATA, made at the code "
                         "measured on an H100)")
+    p.add_argument("--h100-random-only", action="store_true",
+                   help="--h100: random play and the model only (minutes, not an hour); "
+                        "the compile times, base.yaml's decision and iteration and the TPU "
+                        "carried from the report it rewrites, which says so")
     p.add_argument("--no-compile-time", action="store_true",
                    help="skip the compile times (fresh processes, about a minute each)")
     p.add_argument("--budget-seconds", type=float, default=480.0,

@@ -25,6 +25,8 @@ import functools
 import gzip
 import json
 import os
+import re
+import statistics
 import time
 from pathlib import Path
 
@@ -226,7 +228,7 @@ def markdown(result: dict) -> str:
         "are an estimate of what its kernels read and write.", "",
         "Measured on a GPU: the calibration table below (" + MEASURED + "), and "
         "[speed.md](speed.md). `python -m benchmarks.bench --gpu --out DIR` measures "
-        "on a GPU machine.", "",
+        "on a GPU machine.", "", *carried_note(result.get("carried")),
         "## Random play", "",
         f"The two loops that `bench --gpu` times on a GPU ({RANDOM_STEPS} steps a call): "
         "`plain`, a `lax.scan` of `env.step` from new games with one sampler uniform over the "
@@ -280,8 +282,35 @@ def markdown(result: dict) -> str:
     lines += [f"| configs/tpu.yaml, one training iteration ({t['iteration_what']}; its "
               f"{t['searches']} searches inside) | "
               f"{t['iteration']['operations']:,.0f} | {t['iteration']['memory_gb']:.2f} GB |"]
-    return "\n".join(lines + model_section(result["calibration"])
+    return "\n".join(lines + model_section(result["calibration"], result.get("issue_fit"))
                      + measured_section(result["random_play"], result.get("measured"))) + "\n"
+
+
+_LAUNCH = re.compile(r"grid:(\d+),(\d+),(\d+) block:(\d+),(\d+),(\d+)")
+
+
+def instruction_rate(trace: list[dict], kernels, top: int = 4) -> tuple[float, list[dict]]:
+    """Thread-instructions a second issued by the `top` costliest kernels of a measured
+    profile (`bench --gpu`'s `trace["kernels"]`: name, µs a step, launch) that the compiled
+    program `kernels` has under the same name and launch size: blocks x threads x PTX
+    instructions over the measured time. Their median, and the rows it rests on."""
+    compiled = {k.name: k for k in kernels}
+    rows = []
+    for t in sorted(trace, key=lambda t: -t["us_per_step"]):
+        k = compiled.get(t["kernel"])
+        launch = _LAUNCH.search(t["launch"])
+        if not k or not k.instructions or not launch:
+            continue
+        g = [int(x) for x in launch.groups()]
+        if (g[0] * g[1] * g[2], g[3] * g[4] * g[5]) != (k.blocks, k.threads):
+            continue
+        issued = k.blocks * k.threads * k.instructions
+        rows.append({"kernel": k.name, "us": t["us_per_step"], "blocks": k.blocks,
+                     "threads": k.threads, "instructions": k.instructions, "bytes": k.bytes,
+                     "rate": issued / (t["us_per_step"] * 1e-6)})
+        if len(rows) == top:
+            break
+    return statistics.median(r["rate"] for r in rows), rows
 
 
 def newest_measurement(path: Path = gpu_session.COMMITTED_TABLE) -> dict | None:
@@ -297,6 +326,30 @@ def newest_measurement(path: Path = gpu_session.COMMITTED_TABLE) -> dict | None:
             == gpu_session.engine_identity()["fingerprint"],
             "random_play": [{"env": r["env"], "loop": r["loop"], "games": r["batch"],
                              "steps_per_s": r["steps_per_s"]} for r in table["random_play"]]}
+
+
+def issue_bullet(m: G.TimeModel, fit: dict | None) -> list[str]:
+    """The instruction term's constant and the measured kernels it rests on."""
+    line = (f"* **{m.instructions_per_second / 1e12:.0f} T thread-instructions a second**: the "
+            "chip's issue rate as XLA's kernels reach it (the H100's peak: 132 "
+            "multiprocessors x 4 schedulers x 32 lanes x 1.98 GHz, 33 T); a kernel's "
+            "instructions are its PTX counted (`gpu_program.ptx_instructions`; a kernel that "
+            "loops runs more). It rules the step's kernels over the 512 candidates, which "
+            "issue far more instructions a byte than the kernels the constants above were "
+            "fitted on. Fitted (`gpu_report.instruction_rate`, then rounded) on the step's "
+            "costliest kernels in a measured profile, each compiled here under the same name "
+            "and launch size")
+    if not fit:
+        return [line + " (the profile of the newest measured table, when it measured this "
+                "engine: none here)."]
+    return [line + f": {fit['device']}, engine {fit['engine']['commit']}, {fit['games']:,} "
+            f"games, their median {fit['rate'] / 1e12:.1f} T/s:", "",
+            "| kernel | measured µs a step | blocks x threads | PTX instructions | "
+            "bytes (estimate) | thread-instructions a second |",
+            "|---|---|---|---|---|---|",
+            *[f"| `{r['kernel']}` | {r['us']:,.1f} | {r['blocks']:,} x {r['threads']} | "
+              f"{r['instructions']:,} | {r['bytes'] / 1e6:,.0f} MB | {r['rate'] / 1e12:.1f} T |"
+              for r in fit["rows"]]]
 
 
 def measured_section(estimates: list[dict], measured: dict | None) -> list[str]:
@@ -324,13 +377,11 @@ def measured_section(estimates: list[dict], measured: dict | None) -> list[str]:
     lines += [f"| {games:,} | {loop} | {env} | {us:,.0f} | {e:,.0f} | {e / us:.2f} |"
               for env, loop, games, us, e in sorted(rows, key=lambda r: (r[1], r[2], r[0]))
               if e is not None]
-    under = [e / us for env, loop, games, us, e in rows
-             if env == measure.TRICTRAC and loop == measure.PLAIN and e is not None]
-    lines += ["", "The model estimates this engine's plain-loop step at "
-              f"{min(under):.2f}-{max(under):.2f} of its measured time: its terms (launches "
-              "and bytes) miss the work of the kernels over the 512 candidates, which the "
-              "measured profile puts at most of a step ([speed.md](speed.md#measured-on-one-"
-              "h200-this-engine)).", ""] if under else [""]
+    plain = {env: [e / us for env2, loop, games, us, e in rows
+                   if env2 == env and loop == measure.PLAIN and e is not None]
+             for env in (measure.TRICTRAC, measure.BACKGAMMON)}
+    lines += ["", "Plain loop, estimated over measured: " + "; ".join(
+        f"{env} {min(r):.2f}-{max(r):.2f}" for env, r in plain.items() if r) + ".", ""]
     return lines
 
 
@@ -369,15 +420,25 @@ def compile_section(rows) -> list[str]:
             "change of a shape.", "", measure.compile_table(rows)]
 
 
-def model_section(rows) -> list[str]:
+def carried_note(carried: dict | None) -> list[str]:
+    if not carried:
+        return []
+    return [f"This run compiled random play and read the model only (`--h100-random-only`): "
+            "the compile times, base.yaml's decision and iteration and the TPU are carried "
+            f"from `{carried['command']}` at code {carried['code']}, {carried['date']}, "
+            "their estimates made with that run's model.", ""]
+
+
+def model_section(rows, fit: dict | None = None) -> list[str]:
     m = G.H100_MODEL
     worst = max((abs(r["error"]) for r in rows if r["loop"] == measure.PLAIN), default=0)
     codes = " and ".join(sorted({r["code"] for r in rows}))
     lines = ["", "## The model", "",
              "estimated seconds = Σ over kernel launches [ "
-             f"{m.seconds_per_kernel * 1e6:.1f} µs + (bytes + {m.spill_weight:g} × spill "
+             f"{m.seconds_per_kernel * 1e6:.1f} µs + max((bytes + {m.spill_weight:g} × spill "
              f"traffic) / min({m.bytes_per_second / 1e12:.1f} TB/s, blocks × "
-             f"{m.bytes_per_second_per_block / 1e9:.0f} GB/s) ] + "
+             f"{m.bytes_per_second_per_block / 1e9:.0f} GB/s), blocks × threads × PTX "
+             f"instructions / {m.instructions_per_second / 1e12:.0f} T/s) ] + "
              f"{m.seconds_per_host_sync * 1e6:.0f} µs × host syncs "
              "(`gpu_program.H100_MODEL`), where a launch's spill traffic = its spill bytes a "
              "thread (ptxas) × its threads × max(1, elements of its largest array / threads / "
@@ -402,13 +463,16 @@ def model_section(rows) -> list[str]:
              "quarter of a byte of the kernel's own (local memory is partly cached in L1 "
              "and L2).",
              f"* **{m.seconds_per_host_sync * 1e6:.0f} µs a host sync**: fitted at 68ff02b "
-             "(6 host syncs a step then, none since); not refitted.", "",
+             "(6 host syncs a step then, none since); not refitted.",
+             *issue_bullet(m, fit), "",
              "The first four constants were fitted together, then rounded, by minimising the "
              "largest |log(estimate / measured)| over the 8 rows of the plain loop below "
              "(Nelder-Mead), the estimate made on the kernels of each measured program "
              f"compiled here with jax 0.10.2 at {codes}, whose engine is the measured code's "
              "(`benchmarks/data/h100-calibration.jsonl.gz`, written by `bench --h100 "
-             "--h100-calibration`). The measurements: " + MEASURED + ".", "",
+             "--h100-calibration`; its kernels were stored without their instructions, so "
+             "these estimates are the model's without its instruction term). The "
+             "measurements: " + MEASURED + ".", "",
              "| games | loop | env | measured µs/step | estimated µs/step | of which spills | "
              "error |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['games']:,} | {r['loop']} | {r['env']} | {r['measured_us']:,.0f} | "
@@ -462,6 +526,19 @@ def run(args, command) -> dict:
     code = code_version()
     if args.h100_calibration:
         write_calibration(args.h100_calibration, programs, code)
+    output = args.output or Path("docs/gpu-program.md")
+    measured = newest_measurement()
+    common = {"command": command, "code": code, "jax": jax.__version__,
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+              "random_play": rows, "calibration": calibration(), "notes": notes,
+              "model": G.H100_MODEL._asdict(), "measured": measured,
+              "issue_fit": issue_fit(measured, games)}
+    if args.h100_random_only:
+        result = carried_from(output.with_suffix(".json")) | common
+        result["seconds"] = time.perf_counter() - start
+        result["load"] = (load_at_start, os.getloadavg()[0])
+        measure.write_report(output, markdown(result), result)
+        return result
     compile_times = [] if args.no_compile_time else [
         *measure.compile_rows(names, measure.COMPILE_GAMES, RANDOM_STEPS),
         *measure.compile_rows(names, measure.COMPILE_GAMES, RANDOM_STEPS, G.H100.name)]
@@ -480,17 +557,40 @@ def run(args, command) -> dict:
            "iteration": tpu_record(iteration_program(tpu_config, G.TPU_V5E)[0]),
            "searches": tpu_config.selfplay.steps_per_iteration,
            "iteration_what": iterated(tpu_config)}
-    result = {
-        "command": command, "code": code, "jax": jax.__version__,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "random_play": rows, "compile": compile_times, "search": search,
-        "iteration": iteration, "tpu": tpu, "calibration": calibration(),
-        "notes": notes, "search_what": searched(config) + ": one self-play decision "
+    result = common | {
+        "compile": compile_times, "search": search, "iteration": iteration, "tpu": tpu,
+        "search_what": searched(config) + ": one self-play decision "
         "of every game (a search, then the step), read from the training iteration's "
         "program (one iteration of its self-play loop; device memory: the iteration's).",
-        "iteration_what": iterated(config) + ".",
-        "model": G.H100_MODEL._asdict(), "measured": newest_measurement()}
+        "iteration_what": iterated(config) + "."}
     result["seconds"] = time.perf_counter() - start
     result["load"] = (load_at_start, os.getloadavg()[0])
-    measure.write_report(args.output or Path("docs/gpu-program.md"), markdown(result), result)
+    measure.write_report(output, markdown(result), result)
     return result
+
+
+CARRIED = ("compile", "search", "iteration", "tpu", "search_what", "iteration_what")
+
+
+def carried_from(path: Path) -> dict:
+    """The sections a random-play-only run keeps from the report it rewrites, and where they
+    came from (`carried`: that run's command, code and date)."""
+    previous = gpu_session.read_json(path)
+    if not previous or any(k not in previous for k in CARRIED):
+        raise SystemExit(f"--h100-random-only keeps the other sections of {path}, which has "
+                         "none: run `python -m benchmarks.bench --h100` once first")
+    source = previous.get("carried") or {k: previous[k] for k in ("command", "code", "date")}
+    return {k: previous[k] for k in CARRIED} | {"carried": source}
+
+
+def issue_fit(measured: dict | None, games: list[int]) -> dict | None:
+    """The instruction rate read from the newest measured profile beside this engine's step
+    compiled here (`instruction_rate`), when that profile measured this engine at one of
+    `games` (a run of other sizes skips it)."""
+    trace = (gpu_session.read_json(gpu_session.COMMITTED_TABLE) or {}).get("trace")
+    if not measured or not measured["current"] or not trace or trace["games"] not in games:
+        return None
+    measure.log(f"the step at {trace['games']:,} games, beside the measured profile")
+    rate, rows = instruction_rate(trace["kernels"], step_program(trace["games"]).by_kernel)
+    return {"rate": rate, "rows": rows, "games": trace["games"], "device": measured["device"],
+            "engine": measured["engine"]}

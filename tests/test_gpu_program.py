@@ -129,6 +129,15 @@ def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
     (row,) = tpu["random_play"]
     assert row["games"] == 64 and row["kernels"] > 0 and "estimated_us" not in row
     assert 0 < tpu["iteration"]["memory_gb"] <= G.TPU_V5E_MEMORY_BYTES / 1e9
+    # random play again alone: the other sections carried from the report it rewrites
+    again = bench.main(["--h100", "--h100-games", "64", "--h100-loops", "plain", "--no-pgx",
+                        "--h100-random-only", "--output", str(out)])
+    assert again["search"] == result["search"] and again["tpu"] == result["tpu"]
+    assert again["carried"]["code"] == result["code"]
+    assert "carried from `" + result["command"] + "`" in out.read_text()
+    with pytest.raises(SystemExit, match="run `python -m benchmarks.bench --h100` once"):
+        bench.main(["--h100", "--h100-games", "64", "--h100-loops", "plain", "--no-pgx",
+                    "--h100-random-only", "--output", str(tmp_path / "none.md")])
 
 
 def test_model_reproduces_the_h100_measurements():
@@ -170,3 +179,64 @@ def test_the_report_sets_its_estimates_beside_the_newest_measurement_of_this_eng
     assert "of another engine" in text and "| 1,024 |" not in text
     assert "No measured table" in "\n".join(gpu_report.measured_section(
         estimates, gpu_report.newest_measurement(tmp_path / "missing.json")))
+
+
+PTX = """
+.visible .entry loop_add_fusion(
+	.param .u64 .ptr .align 256 loop_add_fusion_param_0
+)
+.reqntid 128, 1, 1
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<9>;
+
+	ld.param.b64 	%rd1, [loop_add_fusion_param_0];
+	// a comment;
+	setp.gt.s32 	%p1, %r1, 3;
+	@%p1 bra 	$L__BB0_2;
+	add.s32 	%r2, %r1, 1;
+$L__BB0_2:
+	ret;
+
+}
+.visible .entry wrapped_transpose(
+)
+{
+	ret;
+
+}
+"""
+
+
+def test_ptx_instructions_counts_statements_not_declarations_labels_or_comments():
+    assert G.ptx_instructions(PTX) == {"loop_add_fusion": 5, "wrapped_transpose": 1}
+
+
+def test_the_model_takes_the_longer_of_a_kernels_bytes_and_its_instructions():
+    model = G.H100_MODEL._replace(seconds_per_kernel=1e-6, bytes_per_second=1e12,
+                                  bytes_per_second_per_block=1e10,
+                                  instructions_per_second=2e13)
+    k = G.Kernel("k", 1, bytes=1e6, elements=1, blocks=1000, threads=100, instructions=100)
+    assert model.kernel_seconds(k) == pytest.approx(1e-6 + 1e-6)  # 1 MB at 1 TB/s
+    busy = k._replace(instructions=1000)  # 1e8 thread-instructions at 2e13 a second
+    assert model.kernel_seconds(busy) == pytest.approx(1e-6 + 5e-6)
+    assert model._replace(instructions_per_second=0).kernel_seconds(busy) == pytest.approx(2e-6)
+
+
+def test_the_issue_rate_is_read_from_a_measured_profile_beside_the_compiled_kernels():
+    """`gpu_report.instruction_rate`: thread-instructions a second of the costliest measured
+    kernels that the compiled program has with the same launch size (their median)."""
+    from benchmarks import gpu_report
+    kernels = [G.Kernel("a", 1, 0, 0, blocks=100, threads=128, instructions=1000),
+               G.Kernel("b", 1, 0, 0, blocks=100, threads=128, instructions=500),
+               G.Kernel("c", 1, 0, 0, blocks=100, threads=128, instructions=2000),
+               G.Kernel("d", 1, 0, 0, blocks=7, threads=128, instructions=9000)]
+    trace = [{"kernel": "d", "us_per_step": 50.0, "launch": "regs:9 grid:100,1,1 block:128,1,1"},
+             {"kernel": "a", "us_per_step": 10.0, "launch": "regs:9 grid:100,1,1 block:128,1,1"},
+             {"kernel": "b", "us_per_step": 8.0, "launch": "regs:9 grid:100,1,1 block:128,1,1"},
+             {"kernel": "x", "us_per_step": 7.0, "launch": "regs:9 grid:100,1,1 block:128,1,1"},
+             {"kernel": "c", "us_per_step": 1.0, "launch": "regs:9 grid:100,1,1 block:128,1,1"}]
+    rate, rows = gpu_report.instruction_rate(trace, kernels, top=2)
+    # d's launch differs from the compiled one and x is not compiled here: a and b, in order
+    assert [r["kernel"] for r in rows] == ["a", "b"]
+    assert rate == pytest.approx((1.28e7 / 1e-5 + 6.4e6 / 8e-6) / 2)

@@ -61,8 +61,20 @@ def test_launch_sizes_registers_and_spills_of_a_small_function(tmp_path):
     heavy = max(program.by_kernel, key=lambda k: k.registers)
     spilling = heavy._replace(spill_stores=64, spill_loads=64)
     assert G.H100_MODEL.kernel_seconds(spilling) > G.H100_MODEL.kernel_seconds(heavy)
-    assert (G.H100_MODEL.kernel_seconds(heavy._replace(blocks=8))
-            > G.H100_MODEL.kernel_seconds(heavy._replace(blocks=1024)))
+    bare = heavy._replace(instructions=0)  # its bytes alone
+    assert (G.H100_MODEL.kernel_seconds(bare._replace(blocks=8))
+            > G.H100_MODEL.kernel_seconds(bare._replace(blocks=1024)))
+    # each kernel's instructions, its PTX counted; sixteen sines and cosines a thread issue
+    # more than a reduction's adds, and a kernel of many instructions is bound by them
+    counted = {}
+    for ptx in tmp_path.glob("*.ptx"):
+        counted |= G.ptx_instructions(ptx.read_text())
+    assert {k.name: k.instructions for k in program.by_kernel} == counted
+    assert all(k.instructions > 0 for k in program.by_kernel)
+    assert heavy.instructions > reduction.instructions or heavy is reduction
+    busy = heavy._replace(instructions=10**6)
+    assert G.H100_MODEL.kernel_seconds(busy) == pytest.approx(
+        G.H100_MODEL.seconds_per_kernel + G.H100_MODEL.issue_seconds(busy))
 
 
 @pytest.fixture(scope="module")

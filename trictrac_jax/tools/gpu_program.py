@@ -16,7 +16,9 @@ v5e chip. The optimised program says what one call does on that device:
   size (blocks x threads, from XLA's thunk sequence) and its registers, stack and spill bytes
   a thread (`ptxas -v` over the PTX XLA dumps; ptxas from pip's `nvidia-cuda-nvcc-cu12` runs
   on a CPU). A value that does not fit a thread's registers is spilled to local memory:
-  traffic to the GPU's memory that no HLO shape shows.
+  traffic to the GPU's memory that no HLO shape shows;
+* for those kernels, the instructions a thread runs: the PTX of its entry, counted (straight
+  line code, as XLA's loop fusions are; a kernel that loops runs more than its count).
 
 Kernels, host syncs, memory, launch sizes and spills are facts of the compiled program;
 bytes are an estimate, and `H100_MODEL` turns them into seconds with constants fitted to H100
@@ -241,6 +243,7 @@ class Kernel(NamedTuple):
     stack: int = 0  # bytes a thread (local memory: where spilled values go)
     spill_stores: int = 0  # bytes a thread, in the kernel's code (`spill_bytes`: its
     spill_loads: int = 0  # traffic a launch)
+    instructions: int = 0  # a thread, its PTX counted (`ptx_instructions`)
 
     @property
     def spills(self) -> int:
@@ -398,6 +401,8 @@ def _kernel_name(hlo_name: str) -> str:
 # spill stores, N bytes spill loads ... Used N registers"
 _PTXAS = re.compile(r"Compiling entry function '(\S+)'.*?(\d+) bytes stack frame, (\d+) bytes "
                     r"spill stores, (\d+) bytes spill loads.*?Used (\d+) registers", re.S)
+# A kernel's PTX: ".entry NAME( params ) directives {  body  }" at the start of a line
+_PTX_ENTRY = re.compile(r"\.entry (\w+)\(.*?\n\{\n(.*?)\n\}\n", re.S)
 # A kernel thunk of XLA's thunk sequence: "NAME grid: [x, y, z] threads: [x, y, z]"
 _THUNK = re.compile(r"\] (\S+) grid: \[(\d+), (\d+), (\d+)\] threads: \[(\d+), (\d+), (\d+)\]")
 
@@ -436,6 +441,17 @@ def ptxas_usage(report: str) -> dict[str, tuple[int, int, int, int]]:
             for m in _PTXAS.finditer(report)}
 
 
+def ptx_instructions(ptx: str) -> dict[str, int]:
+    """Kernel name -> instructions in its entry's body of a PTX text: the statements, not
+    the declarations (`.reg ...`), labels or comments."""
+    found = {}
+    for m in _PTX_ENTRY.finditer(ptx):
+        lines = (line.strip() for line in m.group(2).splitlines())
+        found[m.group(1)] = sum(1 for line in lines
+                                if line.endswith(";") and not line.startswith((".", "//")))
+    return found
+
+
 def _assemble(path: str, arch: str) -> str:
     done = subprocess.run([ptxas(), "-v", f"-arch={arch}", path, "-o", os.devnull],
                           capture_output=True, text=True)
@@ -463,6 +479,9 @@ def _dumped_kernels(dump: Path, arch: str) -> dict[str, dict]:
     for path in dump.glob("*thunk_sequence.txt"):
         sizes.update(launch_sizes(path.read_text()))
     ptx = [str(p) for p in sorted(dump.glob("*.ptx")) if ".entry" in p.read_text()]
+    instructions = {}
+    for path in ptx:
+        instructions.update(ptx_instructions(Path(path).read_text()))
     if not sizes or not ptx:
         raise RuntimeError(f"XLA dumped no thunk sequence or PTX into {dump}: not a GPU "
                            "program, or one that JAX's compilation cache served?")
@@ -474,15 +493,16 @@ def _dumped_kernels(dump: Path, arch: str) -> dict[str, dict]:
     for name, (blocks, threads) in sizes.items():
         registers, stack, stores, loads = usage.get(name, (0, 0, 0, 0))
         found[name] = dict(blocks=blocks, threads=threads, registers=registers, stack=stack,
-                           spill_stores=stores, spill_loads=loads)
+                           spill_stores=stores, spill_loads=loads,
+                           instructions=instructions.get(name, 0))
     return found
 
 
 class TimeModel(NamedTuple):
     """Seconds of a program on a GPU, an estimate: each kernel launch costs a fixed latency
-    plus its bytes over the bandwidth its blocks can draw, its spill traffic weighted in; each
-    host sync a fixed wait (docs/gpu-program.md, "The model": what each constant was fitted
-    on)."""
+    plus the longer of its bytes over the bandwidth its blocks can draw and its threads'
+    instructions over the chip's issue rate, its spill traffic weighted in; each host sync a
+    fixed wait (docs/gpu-program.md, "The model": what each constant was fitted on)."""
 
     seconds_per_kernel: float  # a launch in a chain of dependent kernels
     seconds_per_host_sync: float  # the host reads a loop's condition, then launches again
@@ -490,6 +510,8 @@ class TimeModel(NamedTuple):
     bytes_per_second_per_block: float  # a kernel of few blocks draws at most this per block
     spill_weight: float  # a byte of spill traffic costs this many bytes of HBM traffic
     elements_per_spill_trip: int = 16  # a thread runs its spill code once per this many
+    instructions_per_second: float = 0.0  # the whole chip's issue rate, thread-instructions
+    # (0: no instruction term)
 
     def rate(self, k: Kernel) -> float:
         """Bytes a second that `k`'s blocks draw (unknown launch size: the whole chip's)."""
@@ -500,9 +522,16 @@ class TimeModel(NamedTuple):
         """What `k`'s spill traffic adds to one of its launches."""
         return self.spill_weight * spill_bytes(k, self.elements_per_spill_trip) / self.rate(k)
 
+    def issue_seconds(self, k: Kernel) -> float:
+        """One launch of `k` issuing its threads' instructions (0 where not counted)."""
+        if not self.instructions_per_second:
+            return 0.0
+        return k.blocks * k.threads * k.instructions / self.instructions_per_second
+
     def kernel_seconds(self, k: Kernel) -> float:
-        """One launch of `k`."""
-        return self.seconds_per_kernel + k.bytes / self.rate(k) + self.spill_seconds(k)
+        """One launch of `k`: bound by its memory traffic or by its instructions."""
+        return (self.seconds_per_kernel + max(k.bytes / self.rate(k), self.issue_seconds(k))
+                + self.spill_seconds(k))
 
     def seconds(self, p: Program) -> float:
         return (sum(k.launches * self.kernel_seconds(k) for k in p.by_kernel)
@@ -517,12 +546,17 @@ def spill_bytes(k: Kernel, elements_per_trip: int = 16) -> float:
     return k.spills * threads * max(1.0, k.elements / max(threads, 1) / elements_per_trip)
 
 
+# Thread-instructions a second that the step's costliest kernels issued on an H200 (the
+# H100's 132 multiprocessors and clock): their PTX counts x threads over their measured
+# device time (docs/gpu-program.md, "The model"; `instruction_rate`).
+INSTRUCTIONS_PER_SECOND = 25e12
+
 # Fitted to random play measured on one H100 (trictrac-jax and pgx backgammon, 1,024 to
 # 131,072 games, the plain loop); the fit, its error and the code measured:
 # docs/gpu-program.md, "The model".
 H100_MODEL = TimeModel(seconds_per_kernel=1.0e-6, seconds_per_host_sync=22e-6,
                        bytes_per_second=1.0e12, bytes_per_second_per_block=13e9,
-                       spill_weight=0.25)
+                       spill_weight=0.25, instructions_per_second=INSTRUCTIONS_PER_SECOND)
 
 
 def summary(p: Program, model: TimeModel | None = H100_MODEL) -> str:
