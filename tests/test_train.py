@@ -434,29 +434,22 @@ def test_a_damaged_earlier_checkpoint_is_set_aside(run, tmp_path):
     checkpointer.close()
 
 
-RESUME_COPY = textwrap.dedent("""
-    import sys
-    from train import az
-    sys.exit(az.main(sys.argv[1:]))
-""")
-
-
-def test_resume_of_a_copy_with_a_damaged_latest_checkpoint(run, tmp_path):
+def test_resume_of_a_copy_with_a_damaged_latest_checkpoint(run, tmp_path, capfd, caplog):
     """A copied run resumes from its newest intact checkpoint (the latest's metrics, which
-    orbax's manager reads, are damaged) and writes only into the copy; in a subprocess, to
-    see all the output a user sees."""
+    orbax's manager reads, are damaged) and writes only into the copy; all the output a user
+    sees (stdout and stderr, Python's and the libraries') is checked. In this process, whose
+    programs `run` compiled: the copy trains to its config's iterations."""
     run_dir, _ = run
     copy = tmp_path / "copy"
     shutil.copytree(run_dir, copy)
     original = snapshot(run_dir)
     latest = max((copy / "checkpoints").iterdir(), key=lambda p: int(p.name))
     garble(latest / "metrics" / "metrics")
-    step = int(latest.name)
-    proc = subprocess.run([sys.executable, "-c", RESUME_COPY, "--resume", str(copy),
-                           "--set", f"training.iterations={step + 1}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    first, *lines = proc.stdout.splitlines()
+    step, iterations = int(latest.name), TINY["training"]["iterations"]
+    capfd.readouterr()
+    assert az.main(["--resume", str(copy)]) == 0
+    out, err = capfd.readouterr()
+    first, *lines = out.splitlines()
     assert first.startswith("running on ")
     assert lines[0].startswith(f"skipped {latest}: cannot read metrics/metrics "
                                f"(JSONDecodeError: ")
@@ -464,13 +457,16 @@ def test_resume_of_a_copy_with_a_damaged_latest_checkpoint(run, tmp_path):
     assert lines[2] == f"moved {latest} to {copy / 'skipped_checkpoints' / str(step)}"
     assert lines[3].startswith("compiling self-play") and lines[4].startswith("compiled in ")
     assert lines[5].startswith("columns: ")
-    assert [line.split(" | ")[0] for line in lines[6:8]] == [f"it {i:>4}/{step + 1}"
-                                                             for i in (step, step + 1)]
-    assert lines[8].startswith("done: ") and lines[9].startswith("best checkpoint: ")
-    assert not any(noise in proc.stdout + proc.stderr for noise in NOISE), proc.stderr
+    replayed = range(step, iterations + 1)
+    end = 6 + len(replayed)
+    assert [line.split(" | ")[0] for line in lines[6:end]] == [f"it {i:>4}/{iterations}"
+                                                               for i in replayed]
+    assert lines[end].startswith("done: ") and lines[end + 1].startswith("best checkpoint: ")
+    assert not any(noise in out + err for noise in NOISE), err
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert snapshot(run_dir) == original
     records = [json.loads(line) for line in (copy / "metrics.jsonl").open()]
-    assert [r["iteration"] for r in records] == list(range(1, step + 2))
+    assert [r["iteration"] for r in records] == list(range(1, iterations + 1))
     elapsed = [r["elapsed_s"] for r in records]
     assert elapsed == sorted(elapsed)
     assert yaml.safe_load((copy / "config.yaml").read_text())["run"]["dir"] == str(copy)
@@ -527,18 +523,6 @@ def test_data_parallel_over_four_devices(four_devices):
     assert got["ready"] > 0 and got["loss"] == got["loss"]  # trained on finished games
 
 
-def test_a_run_of_the_lookahead_search_learns_its_values(tmp_path):
-    """search.algorithm lookahead with replay.bootstrap 1: self-play plays the lookahead over
-    the rolls, and the value head learns its backed-up values."""
-    config = tiny_config(tmp_path / "look", "search.algorithm=lookahead",
-                         "search.max_num_considered_actions=3", "replay.bootstrap=1.0",
-                         "training.iterations=1",
-                         "evaluation.opponents=[]")  # no match to compile
-    record = runs.train_az(config, log=lambda line: None)
-    assert record["updates"] > 0 and np.isfinite(record["value_loss"])
-    assert record["policy_loss"] == record["policy_loss"]
-
-
 def test_bfloat16_inference_evaluates_the_same_parameters():
     """network.inference_dtype=bfloat16: the model's evaluations (search, evaluation, play)
     compute the float32 parameters in bfloat16, within its precision of float32's; the
@@ -562,13 +546,18 @@ def test_bfloat16_inference_evaluates_the_same_parameters():
     assert network.make_network(config.network).dtype == np.float32  # as `T.train_step` makes it
 
 
-def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp_path):
+def test_warm_start_deepens_a_network_then_a_lookahead_run_learns_its_values(run, tmp_path):
     """A config with more blocks than the network starts the extra ones as the identity:
-    the deeper network's logits and values are the source's, and it then trains them."""
+    the deeper network's logits and values are the source's. It then trains them in a run
+    of the lookahead search with replay.bootstrap 1 (one compilation for both facts):
+    self-play plays the lookahead over the rolls, and the value head learns its backed-up
+    values."""
     run_dir, _ = run
     source, source_config = network_agents.load_network(str(run_dir))
     config = tiny_config(tmp_path / "deep", f"network.blocks={source_config.network.blocks + 2}",
                          f"run.init_from={run_dir}", "training.iterations=1",
+                         "search.algorithm=lookahead", "search.max_num_considered_actions=3",
+                         "replay.bootstrap=1.0",
                          "evaluation.opponents=[]")  # no match to compile
     lines = []
     state = az_run.warm_start(config, runs.init_network(config), log=lines.append)
@@ -578,40 +567,55 @@ def test_warm_start_deepens_a_network_without_changing_what_it_computes(run, tmp
     deep = network.make_network(config.network).apply({"params": state.params}, obs)
     for a, b in zip(shallow, deep):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
-    runs.train_az(config, log=lambda line: None)
+    record = runs.train_az(config, log=lambda line: None)
+    assert record["updates"] > 0 and np.isfinite(record["value_loss"])
+    assert record["policy_loss"] == record["policy_loss"]
     params, _ = network_agents.load_network(str(tmp_path / "deep"))
     new_block = params["ResidualBlock_2"]["Dense_1"]["kernel"]
     assert np.abs(np.asarray(new_block)).max() > 0  # the identity blocks learn
 
 
 TWO_PROCESSES = textwrap.dedent("""
-    import hashlib, json, sys
+    import hashlib, json, pathlib, sys
     import jax
     import numpy as np
+    from jax.experimental import multihost_utils
     from train import az
     from trictrac_jax.az import checkpoint, run
-    seen = {"saved": [], "games": []}
+    config, run_dir = sys.argv[1], pathlib.Path(sys.argv[2])
+    seen = {"codes": [], "saved": [[], []], "games": [[], []]}
     save, selfplay = checkpoint.Checkpointer.save, run.selfplay_step
 
     def record_save(self, iteration, state, config, score):
         leaves = jax.tree.leaves(state.params)
         local = b"".join(np.asarray(x.addressable_data(0)).tobytes() for x in leaves)
-        seen["saved"].append({"iteration": iteration, "updates": int(state.step),
-                              "params": hashlib.sha256(local).hexdigest(),
-                              "params_devices": len(leaves[0].sharding.device_set)})
+        seen["saved"][len(seen["codes"])].append({
+            "iteration": iteration, "updates": int(state.step),
+            "params": hashlib.sha256(local).hexdigest(),
+            "params_devices": len(leaves[0].sharding.device_set)})
         save(self, iteration, state, config, score)
 
     def record_selfplay(*args):
-        games, buffer, stats = selfplay(*args)
-        obs = games.states.observation
-        shard = obs.addressable_shards[0].data.shape[0]
-        seen["games"].append([len(obs.sharding.device_set), shard])
-        return games, buffer, stats
+        games = seen["games"][len(seen["codes"])]
+        if not seen["codes"] and len(games) == 2:  # Ctrl-C in the first run's iteration 3
+            raise KeyboardInterrupt
+        played, buffer, stats = selfplay(*args)
+        obs = played.states.observation
+        games.append([len(obs.sharding.device_set), obs.addressable_shards[0].data.shape[0]])
+        return played, buffer, stats
     record_selfplay.lower = selfplay.lower  # compiled before the first iteration
     checkpoint.Checkpointer.save, run.selfplay_step = record_save, record_selfplay
-    code = az.main(sys.argv[1:])
-    print(json.dumps({"code": code, "process": jax.process_index(),
-                      "processes": jax.process_count(), **seen}))
+    seen["codes"].append(az.main(["--config", config]))
+    seen["after_first"] = {
+        "checkpoints": sorted(p.name for p in (run_dir / "checkpoints").iterdir()),
+        "metrics": [json.loads(line)["iteration"]
+                    for line in (run_dir / "metrics.jsonl").open()]}
+    if jax.process_index() == 0:  # the latest checkpoint damaged, then a resume
+        (run_dir / "checkpoints" / "2" / "metrics" / "metrics").write_text("garbage{")
+    multihost_utils.sync_global_devices("damaged")
+    seen["codes"].append(az.main(["--resume", str(run_dir)]))
+    print(json.dumps({"process": jax.process_index(), "processes": jax.process_count(),
+                      **seen}))
 """)
 
 
@@ -623,10 +627,10 @@ def free_port() -> int:
 
 def run_processes(n: int, args: list[str], logs: pathlib.Path, timeout: float = 480
                   ) -> list[dict]:
-    """`train/az.py args` as `n` processes of one CPU device each, joined through a
-    coordinator on localhost; each one's report (TWO_PROCESSES). Their output goes to files
-    in `logs` (a full pipe would stall one, and with it the other); all are killed after
-    `timeout` seconds together, or when one fails."""
+    """TWO_PROCESSES (`train/az.py` started, interrupted and resumed) with `args` as `n`
+    processes of one CPU device each, joined through a coordinator on localhost; each one's
+    report. Their output goes to files in `logs` (a full pipe would stall one, and with it
+    the other); all are killed after `timeout` seconds together, or when one fails."""
     port, procs = free_port(), []
     logs.mkdir(exist_ok=True)
     for i in range(n):
@@ -656,8 +660,9 @@ def run_processes(n: int, args: list[str], logs: pathlib.Path, timeout: float = 
 def test_two_processes_train_one_model(tmp_path):
     """2 processes x 1 CPU device (jax.distributed, gloo): the games are split over both,
     the gradients reduced across them, so that both hold the same parameters after each
-    update; the run's files are written once, and a resume (its latest checkpoint damaged)
-    goes on with both from the checkpoint before."""
+    update; the run's files are written once; interrupted (Ctrl-C) in its third iteration
+    and its latest checkpoint damaged, the run resumed in the same processes (its programs
+    compiled once) goes on with both from the checkpoint before."""
     run_dir = tmp_path / "run"
     config = tmp_path / "tiny.yaml"
     # Games end after 6 of the 8 decisions an iteration plays: 24 of the first iteration's
@@ -665,26 +670,21 @@ def test_two_processes_train_one_model(tmp_path):
     # checkpoint holds the state as made at the start.
     config.write_text(yaml.safe_dump({**TINY, "evaluation": {"opponents": []},
                                       "replay": {**TINY["replay"], "min_size": 32},
-                                      "training": {**TINY["training"], "iterations": 2},
                                       "run": {"dir": str(run_dir)}}))
-    reports = run_processes(2, ["--config", str(config)], tmp_path / "logs")
-    assert [(r["code"], r["process"], r["processes"]) for r in reports] == [(0, 0, 2), (0, 1, 2)]
+    reports = run_processes(2, [str(config), str(run_dir)], tmp_path / "logs")
+    assert [(r["codes"], r["process"], r["processes"]) for r in reports] == \
+        [([130, 0], 0, 2), ([130, 0], 1, 2)]
     batch, updates = TINY["selfplay"]["batch_size"], TINY["training"]["updates_per_iteration"]
     for r in reports:  # each process plays half of the games of a mesh over both
-        assert r["games"] == [[2, batch // 2]] * 2
-        assert [s["params_devices"] for s in r["saved"]] == [2, 2]
-    first, second = (r["saved"] for r in reports)
+        assert r["games"] == [[[2, batch // 2]] * 2] * 2
+        assert [s["params_devices"] for s in r["saved"][0] + r["saved"][1]] == [2] * 4
+        # interrupted before iteration 3's self-play: its record and checkpoint not written
+        assert r["after_first"] == {"checkpoints": ["1", "2"], "metrics": [1, 2]}
+    (first, resumed), (first_1, resumed_1) = (r["saved"] for r in reports)
     assert [(s["iteration"], s["updates"]) for s in first] == [(1, 0), (2, updates)]
-    assert first == second  # the same parameters on both, after each iteration
+    assert first == first_1  # the same parameters on both, after each iteration
     assert first[0]["params"] != first[1]["params"]  # and trained between them
-    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["1", "2"]
-    assert [json.loads(line)["iteration"] for line in (run_dir / "metrics.jsonl").open()] \
-        == [1, 2]
-    garble(run_dir / "checkpoints" / "2" / "metrics" / "metrics")
-    reports = run_processes(2, ["--resume", str(run_dir), "--set", "training.iterations=3"],
-                            tmp_path / "logs")
-    resumed = reports[0]["saved"]
-    assert reports[1]["saved"] == resumed
+    assert resumed_1 == resumed
     # from checkpoint 1: iteration 2 again (self-play restarts: no training yet), then 3
     assert [(s["iteration"], s["updates"]) for s in resumed] == [(2, 0), (3, updates)]
     assert resumed[0]["params"] == first[0]["params"]
@@ -695,6 +695,8 @@ def test_two_processes_train_one_model(tmp_path):
     skipped = f"skipped {run_dir / 'checkpoints' / '2'}: cannot read metrics/metrics"
     assert [(tmp_path / "logs" / f"{i}.out").read_text().count(skipped) for i in (0, 1)] \
         == [1, 0]  # said once
+    assert all((tmp_path / "logs" / f"{i}.err").read_text().count(
+        "interrupted: continue with --resume") == 1 for i in (0, 1))
 
 
 COORDINATED = {"JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234", "JAX_NUM_PROCESSES": "2",
@@ -773,7 +775,8 @@ def test_time_to_strength_stops_on_the_clock_and_rates_snapshots(tmp_path):
                                                          "training.iterations=50"))))
     from experiments import time_to_strength as tts
     out = tmp_path / "tts"
-    assert tts.main([f"--setting=tiny={config},evaluation.every=100", "--minutes=0.001,0.002",
+    # no evaluation in the run (none compiled): the snapshots are rated after it
+    assert tts.main([f"--setting=tiny={config},evaluation.opponents=[]", "--minutes=0.001,0.002",
                      "--opponent=random", "--games=4", "--lookahead=0", f"--out={out}"]) == 0
     rows = json.loads((out / "time_to_strength.json").read_text())
     assert [r["minutes"] for r in rows] == [0.001, 0.002]
@@ -807,8 +810,8 @@ def test_warm_start_from_a_network_file_and_a_run(run, tmp_path, capsys):
     exported = tmp_path / "net.msgpack"
     assert champion.main(["--export", str(run_dir), "--out", str(exported)]) == 0
     for spec in (str(exported), str(run_dir)):
-        config = tiny_config(tmp_path / f"warm{len(spec)}", f"run.init_from={spec}",
-                             "training.iterations=1")
+        # TINY's sizes and iterations: the programs that `run` compiled
+        config = tiny_config(tmp_path / f"warm{len(spec)}", f"run.init_from={spec}")
         state = az_run.warm_start(config, runs.init_network(config), log=lambda line: None)
         assert int(state.step) == 0
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.params),
