@@ -522,19 +522,21 @@ def run(args, command) -> dict:
     names, notes = measure.available_envs(args.no_pgx)
     games = args.h100_games or list(GAMES)
     loops = args.h100_loops or list(LOOPS)
+    output = args.output or Path("docs/gpu-program.md")
+    # what a random-play-only run keeps, read first: a missing report fails before compiling
+    carried = carried_from(output.with_suffix(".json")) if args.h100_random_only else None
     rows, programs = random_rows(names, games, loops, measure.log)
     code = code_version()
     if args.h100_calibration:
         write_calibration(args.h100_calibration, programs, code)
-    output = args.output or Path("docs/gpu-program.md")
     measured = newest_measurement()
     common = {"command": command, "code": code, "jax": jax.__version__,
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "random_play": rows, "calibration": calibration(), "notes": notes,
               "model": G.H100_MODEL._asdict(), "measured": measured,
               "issue_fit": issue_fit(measured, games)}
-    if args.h100_random_only:
-        result = carried_from(output.with_suffix(".json")) | common
+    if carried:
+        result = carried | common
         result["seconds"] = time.perf_counter() - start
         result["load"] = (load_at_start, os.getloadavg()[0])
         measure.write_report(output, markdown(result), result)
