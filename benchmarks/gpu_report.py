@@ -293,7 +293,7 @@ def instruction_rate(trace: list[dict], kernels, top: int = 4) -> tuple[float, l
     """Thread-instructions a second issued by the `top` costliest kernels of a measured
     profile (`bench --gpu`'s `trace["kernels"]`: name, µs a step, launch) that the compiled
     program `kernels` has under the same name and launch size: blocks x threads x PTX
-    instructions over the measured time. Their median, and the rows it rests on."""
+    instructions over the measured time. Their median (0 with none), and the rows it rests on."""
     compiled = {k.name: k for k in kernels}
     rows = []
     for t in sorted(trace, key=lambda t: -t["us_per_step"]):
@@ -310,7 +310,7 @@ def instruction_rate(trace: list[dict], kernels, top: int = 4) -> tuple[float, l
                      "rate": issued / (t["us_per_step"] * 1e-6)})
         if len(rows) == top:
             break
-    return statistics.median(r["rate"] for r in rows), rows
+    return (statistics.median(r["rate"] for r in rows) if rows else 0.0), rows
 
 
 def newest_measurement(path: Path = gpu_session.COMMITTED_TABLE) -> dict | None:
@@ -530,18 +530,22 @@ def run(args, command) -> dict:
     if args.h100_calibration:
         write_calibration(args.h100_calibration, programs, code)
     measured = newest_measurement()
-    common = {"command": command, "code": code, "jax": jax.__version__,
+    result = {"command": command, "code": code, "jax": jax.__version__,
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "random_play": rows, "calibration": calibration(), "notes": notes,
               "model": G.H100_MODEL._asdict(), "measured": measured,
               "issue_fit": issue_fit(measured, games)}
-    if carried:
-        result = carried | common
-        result["seconds"] = time.perf_counter() - start
-        result["load"] = (load_at_start, os.getloadavg()[0])
-        measure.write_report(output, markdown(result), result)
-        return result
-    compile_times = [] if args.no_compile_time else [
+    result |= carried or other_sections(names, min(games), args.no_compile_time)
+    result["seconds"] = time.perf_counter() - start
+    result["load"] = (load_at_start, os.getloadavg()[0])
+    measure.write_report(output, markdown(result), result)
+    return result
+
+
+def other_sections(names, fewest_games: int, no_compile_time: bool) -> dict:
+    """The report's sections besides random play: compile times, base.yaml's decision and
+    training iteration for an H100, configs/tpu.yaml's for a TPU v5e (`CARRIED`)."""
+    compile_times = [] if no_compile_time else [
         *measure.compile_rows(names, measure.COMPILE_GAMES, RANDOM_STEPS),
         *measure.compile_rows(names, measure.COMPILE_GAMES, RANDOM_STEPS, G.H100.name)]
     config = config_lib.load_config(BASE_CONFIG)
@@ -554,21 +558,16 @@ def run(args, command) -> dict:
     measure.log("configs/tpu.yaml for a TPU v5e: one training iteration")
     # A TPU compile takes minutes at large batches: the smallest game count and the plain
     # loop only, and the training iteration alone (its searches are inside it).
-    tpu = {"random_play": random_rows(names, [min(games)], [measure.PLAIN], measure.log,
+    tpu = {"random_play": random_rows(names, [fewest_games], [measure.PLAIN], measure.log,
                                       G.TPU_V5E)[0],
            "iteration": tpu_record(iteration_program(tpu_config, G.TPU_V5E)[0]),
            "searches": tpu_config.selfplay.steps_per_iteration,
            "iteration_what": iterated(tpu_config)}
-    result = common | {
-        "compile": compile_times, "search": search, "iteration": iteration, "tpu": tpu,
-        "search_what": searched(config) + ": one self-play decision "
-        "of every game (a search, then the step), read from the training iteration's "
-        "program (one iteration of its self-play loop; device memory: the iteration's).",
-        "iteration_what": iterated(config) + "."}
-    result["seconds"] = time.perf_counter() - start
-    result["load"] = (load_at_start, os.getloadavg()[0])
-    measure.write_report(output, markdown(result), result)
-    return result
+    return {"compile": compile_times, "search": search, "iteration": iteration, "tpu": tpu,
+            "search_what": searched(config) + ": one self-play decision "
+            "of every game (a search, then the step), read from the training iteration's "
+            "program (one iteration of its self-play loop; device memory: the iteration's).",
+            "iteration_what": iterated(config) + "."}
 
 
 CARRIED = ("compile", "search", "iteration", "tpu", "search_what", "iteration_what")
@@ -594,5 +593,7 @@ def issue_fit(measured: dict | None, games: list[int]) -> dict | None:
         return None
     measure.log(f"the step at {trace['games']:,} games, beside the measured profile")
     rate, rows = instruction_rate(trace["kernels"], step_program(trace["games"]).by_kernel)
+    if not rows:  # no measured kernel compiled here as it ran
+        return None
     return {"rate": rate, "rows": rows, "games": trace["games"], "device": measured["device"],
             "engine": measured["engine"]}

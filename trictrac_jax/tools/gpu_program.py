@@ -478,10 +478,11 @@ def _dumped_kernels(dump: Path, arch: str) -> dict[str, dict]:
     sizes = {}
     for path in dump.glob("*thunk_sequence.txt"):
         sizes.update(launch_sizes(path.read_text()))
-    ptx = [str(p) for p in sorted(dump.glob("*.ptx")) if ".entry" in p.read_text()]
+    texts = {str(p): p.read_text() for p in sorted(dump.glob("*.ptx"))}
+    ptx = [path for path, text in texts.items() if ".entry" in text]
     instructions = {}
     for path in ptx:
-        instructions.update(ptx_instructions(Path(path).read_text()))
+        instructions.update(ptx_instructions(texts[path]))
     if not sizes or not ptx:
         raise RuntimeError(f"XLA dumped no thunk sequence or PTX into {dump}: not a GPU "
                            "program, or one that JAX's compilation cache served?")
