@@ -16,7 +16,10 @@ The session spends `--minutes` (its own clock, from its start) in order:
    measured at GPU sizes, every random-play row there, on an engine with the same
    fingerprint as this one (`engine_identity`);
 2. the next leg of the relay (`python train/gpu_run.py`, `trictrac_jax.tools.relay`) on the
-   minutes left, less `LEG_START_S` for its start and compilation and `PACK_S` for the end.
+   minutes left, less a reserve for its start, compilation and evaluation (`leg_reserve`:
+   the most a recorded leg ran past its training minutes, from the committed sessions'
+   records in `SESSIONS`, plus `LEG_MARGIN_S`; `LEG_START_S` without a record) and
+   `PACK_S` for the end.
 
 Each part runs as a child process under its own deadline: one that overruns is killed, and
 what it wrote stays. OUT holds, at every moment, at most `MAX_FILES` files, each under
@@ -39,6 +42,7 @@ import json
 import os
 import pathlib
 import queue
+import re
 import shlex
 import subprocess
 import sys
@@ -52,16 +56,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # the same without git.
 ENGINE_GLOBS = ("trictrac_jax/*.py", "trictrac_jax/data/*")
 COMMITTED_TABLE = ROOT / "benchmarks" / "data" / "bench-gpu.json"
+SESSIONS = ROOT / "benchmarks" / "data" / "sessions"  # the lent sessions' records
 PREPARED = ROOT / ".gpu"
 WHEELS = ("mctx==0.0.71", "pgx==2.6.0", "svgwrite==1.4.3")  # what the GPU image lacks
 TABLE_GAMES = (1024, 8192, 32768, 131072)  # random play's game counts at GPU sizes
 # The device tool's limits on what comes back from $OUT.
 MAX_FILES, MAX_FILE_BYTES, MAX_TOTAL_BYTES, MAX_DEPTH = 8, 16 * 2**20, 64 * 2**20, 2
 # Seconds: the speed table at most (its rows within BENCH_BUDGET_S, the rest the process's
-# start and the profile's packing); a leg's start and compilation before its clock runs (a
-# guess: base.yaml's programs compiled in 32 s on an H100, docs/speed.md; a leg's also
-# compile the lookahead over the rolls and champion 2's match); kept at the end to pack OUT.
-BENCH_S, BENCH_BUDGET_S, LEG_START_S, PACK_S = 240, 200, 120, 15
+# start and the profile's packing); a leg's start, compilation and evaluation beyond its
+# training minutes where no session has recorded one (a guess: base.yaml's programs compiled
+# in 32 s on an H100, docs/speed.md; a leg's also compile the lookahead over the rolls and
+# champion 2's match), and what is added to the most a recorded leg took; kept at the end to
+# pack OUT.
+BENCH_S, BENCH_BUDGET_S, LEG_START_S, LEG_MARGIN_S, PACK_S = 240, 200, 120, 20, 15
 MIN_LEG_MINUTES = 0.5  # a leg with less training than this is not started
 # What goes first when OUT holds too much: the profile, then the log, then anything not
 # named in KEEP (the largest first), then KEEP's files from its end.
@@ -287,18 +294,53 @@ def bench_part(session: Session, args, engine: dict, env: dict):
     session.run("speed table", argv, seconds, env)
 
 
+# A session record's lines of a leg (`Session.run`'s notes).
+_LEG_STARTED = re.compile(r"^- leg (\d+): started, (\d+) s at most: `.*?--minutes ([\d.]+)", re.M)
+_LEG_ENDED = re.compile(r"^- leg (\d+): ended after (\d+) s", re.M)
+
+
+def leg_overruns(sessions: pathlib.Path = SESSIONS) -> list[float]:
+    """Seconds each recorded leg ran past its training minutes (its start, compilation and
+    evaluation), from the sessions' `session.md`: the legs that ended before their deadline
+    (one killed there says only that it would have taken longer)."""
+    overruns = []
+    for record in sorted(sessions.glob("*/session.md")):
+        text = record.read_text()
+        ended = {int(n): int(s) for n, s in _LEG_ENDED.findall(text)}
+        for n, allowed, minutes in _LEG_STARTED.findall(text):
+            took = ended.get(int(n))
+            if took is not None and took < int(allowed) - 1:
+                overruns.append(took - 60 * float(minutes))
+    return overruns
+
+
+def leg_reserve(sessions: pathlib.Path = SESSIONS) -> tuple[float, str]:
+    """Seconds to keep for a leg beyond its training minutes, and why."""
+    overruns = leg_overruns(sessions)
+    if not overruns:
+        return LEG_START_S, f"no recorded leg; {LEG_START_S} s"
+    return (max(overruns) + LEG_MARGIN_S,
+            f"the most a recorded leg ran past its training minutes, {max(overruns):.0f} s "
+            f"over {len(overruns)} recorded, + {LEG_MARGIN_S} s")
+
+
 def leg_part(session: Session, args, env: dict):
     """The relay's next leg, on the minutes left."""
     from trictrac_jax.tools import relay
     plan = relay.next_leg(args.relay)
-    minutes = (session.left() - PACK_S - args.leg_start_s) / 60
+    if args.leg_start_s is None:
+        reserve, why = leg_reserve()
+    else:
+        reserve, why = args.leg_start_s, "--leg-start-s"
+    minutes = (session.left() - PACK_S - reserve) / 60
     if minutes < MIN_LEG_MINUTES:
         session.note(f"relay: no leg ({minutes:.1f} min of training left, under "
                      f"{MIN_LEG_MINUTES:g})")
         return
     leg = args.out / "relay" / relay.leg_name(plan.number)
     session.note(f"relay: leg {plan.number} from {plan.init_from}, learning rate "
-                 f"{plan.learning_rate:g} ({plan.why}), {minutes:.1f} min of training")
+                 f"{plan.learning_rate:g} ({plan.why}), {minutes:.1f} min of training, "
+                 f"{reserve:.0f} s kept for its start and evaluation ({why})")
     work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="gpu-session-"))
     argv = [sys.executable, "train/gpu_run.py", "--minutes", f"{minutes:.2f}",
             "--init-from", plan.init_from, "--out", str(work / relay.leg_name(plan.number)),
@@ -344,9 +386,9 @@ def parse_args(argv):
                                     "GPU)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="the leg's overrides, after the relay's (a rehearsal's tiny sizes)")
-    p.add_argument("--leg-start-s", type=float, default=LEG_START_S,
-                   help=f"seconds kept for the leg's start and compilation (default "
-                        f"{LEG_START_S})")
+    p.add_argument("--leg-start-s", type=float, default=None,
+                   help="seconds kept for the leg beyond its training minutes (default: "
+                        "from the recorded sessions, `leg_reserve`)")
     args = p.parse_args(argv)
     if not args.prepare and args.out is None:
         p.error("--out: required (or --prepare)")

@@ -86,6 +86,24 @@ def test_a_part_that_closes_its_output_before_exiting_is_not_called_killed(tmp_p
     assert "s, exit status 0" in (tmp_path / "out" / "session.md").read_text()
 
 
+def test_a_legs_reserve_is_what_recorded_legs_ran_past_their_minutes(tmp_path):
+    # Two sessions' records written by `Session.run`: a leg that ended (its overrun counts)
+    # and one killed at its deadline (it says only that it would have taken longer).
+    ended = G.Session(tmp_path / "2026-01-01-1", 1, "test")
+    ended.run("leg 1", [sys.executable, "-c", "import time; time.sleep(1.5)", "--minutes",
+                        "0.01"], 30)
+    killed = G.Session(tmp_path / "2026-01-01-2", 1, "test")
+    killed.run("leg 2", [sys.executable, "-c", "import time; time.sleep(60)", "--minutes",
+                         "0.01"], 2)
+    (overrun,) = G.leg_overruns(tmp_path)
+    took = int((tmp_path / "2026-01-01-1" / "session.md").read_text()
+               .split("leg 1: ended after ")[1].split(" s")[0])
+    assert took >= 1 and overrun == took - 0.6
+    reserve, why = G.leg_reserve(tmp_path)
+    assert reserve == overrun + G.LEG_MARGIN_S and "over 1 recorded" in why
+    assert G.leg_reserve(tmp_path / "none")[0] == G.LEG_START_S
+
+
 def test_out_is_packed_to_the_device_tools_limits(tmp_path, monkeypatch):
     monkeypatch.setattr(G, "MAX_FILE_BYTES", 1000)
     monkeypatch.setattr(G, "MAX_TOTAL_BYTES", 1400)
