@@ -184,3 +184,33 @@ def test_encode_inverts_decode_on_every_legal_action(lowering):
         pair = pairs[action - moves.FIRST_MOVE]
         ordinal = np.array([cumulative[pair[0]], cumulative[pair[2]]])
         assert int(moves.encode(dice, pair, ordinal)) == action
+
+
+def test_the_flat_layout_is_the_grid_reshaped_with_a_puissance_row():
+    """moves.layout: a flat array is the grid [2, 16, 17] reshaped, each pass's puissance
+    value at (row 15, second slot 0); `other_pass` swaps the passes, `transposed` the first
+    and second slots of the own fields (nothing elsewhere). On a position where the corner
+    is taken par puissance, that candidate is the one the puissance pair lists, and the
+    last of its pass in the reference's order."""
+    from trictrac_jax.moves import layout as L
+    grid = np.arange(np.prod(L.GRID), dtype=np.int32).reshape(L.GRID)
+    flat = np.asarray(L.to_flat(grid, np.array([-1, -2], np.int32)))
+    assert flat.shape == (L.NUM_CANDIDATES,) and L.NUM_CANDIDATES == 2 * 16 * 17
+    puissance = np.flatnonzero(L.IS_PUISSANCE.ravel())
+    assert list(flat[puissance]) == [-1, -2] and list(L.PASS_OF[puissance]) == [0, 1]
+    assert np.array_equal(np.delete(flat, puissance), np.delete(grid.ravel(), puissance))
+    slots, per_pass = L.to_slots(flat)
+    assert np.array_equal(np.asarray(L.to_flat(slots, per_pass)), flat)
+    assert np.array_equal(np.asarray(L.other_pass(flat)).reshape(2, -1), flat.reshape(2, -1)[::-1])
+    swapped = np.asarray(L.transposed(grid))
+    assert swapped[1, 3, 7] == grid[1, 7, 3] and swapped[0, 14, 0] == grid[0, 0, 14]
+    assert not swapped[:, 15].any() and not swapped[:, :, 15:].any()
+
+    c = moves.candidates(view({7: 1, 8: 1}, FAR), np.array([6, 5]))
+    pair = np.asarray(c.pair)[:, puissance].T
+    assert [tuple(p) for p in pair] == [(7, 12, 8, 12)] * 2
+    order, possible = np.asarray(c.order), np.asarray(c.possible).astype(bool)
+    for p, at in enumerate(puissance):
+        assert possible[at]
+        in_pass = order[(L.PASS_OF == p) & (order < L.NO_ORDER)]
+        assert order[at] == in_pass.max() == (p + 1) * L.REFERENCE_PASS_SIZE - 1

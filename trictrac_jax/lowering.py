@@ -21,11 +21,10 @@ readers (the materialisation schedule, stated on the rules it applies to); `mate
 a function whose materialised steps share one loop trip count.
 
 Lowerings (`current()`, read at trace time): on CPU, a `materialised` result is computed
-in a while loop, large batches are chunked, `append` concatenates and `lookup` is a one-hot
-reduction; on an accelerator, `materialised` is plain fusion (on a GPU the while loops
-cost more than the recomputation they save), a batch runs in one pass, `append` pads and
-selects, `lookup` gathers and `kernel_boundary` keeps a value out of its readers' kernels.
-The game-minor layout holds on both; "gpu-games-first" is the GPU lowering with
+in a while loop, large batches are chunked and `lookup` is a one-hot reduction; on an
+accelerator, `materialised` is plain fusion (on a GPU the while loops cost more than the
+recomputation they save), a batch runs in one pass, `lookup` gathers and `kernel_boundary`
+keeps a value out of its readers' kernels. The game-minor layout holds on both; "gpu-games-first" is the GPU lowering with
 `game_minor` a plain `jax.vmap` (games the major axis, the reductions over candidates along
 rows), kept to be timed beside it on a GPU (`python -m benchmarks.bench --gpu`) before
 either is chosen per batch size. `ranking.candidate_worths` scores candidates
@@ -60,7 +59,6 @@ class Lowering(NamedTuple):
 
     materialise_in_loop: bool  # `materialised`: a while loop (else plain fusion)
     chunked: bool  # batches of several `CPU_CHUNK` games run chunk by chunk
-    join_by_select: bool  # `append`: a pad and a select (else a concatenation)
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
     reduce_apart: bool  # `reduce_candidates`: apart from its operand, in two stages
     bounded: bool  # `kernel_boundary`: an optimisation barrier (else nothing)
@@ -80,11 +78,11 @@ class Lowering(NamedTuple):
 # decision (2,048 games x up to 32 candidates) in one pass, whose device memory grows with
 # the pass: at 32 candidates a game it stays well inside an H100's memory beside a training
 # iteration (`python -m experiments.recipes_h100`).
-LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, join_by_select=False,
-                             gather=False, reduce_apart=False, bounded=False, games_last=True,
+LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, gather=False,
+                             reduce_apart=False, bounded=False, games_last=True,
                              every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
-             "gpu": Lowering(materialise_in_loop=False, chunked=False, join_by_select=True,
-                             gather=True, reduce_apart=True, bounded=True, games_last=True,
+             "gpu": Lowering(materialise_in_loop=False, chunked=False, gather=True,
+                             reduce_apart=True, bounded=True, games_last=True,
                              every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536)}
 LOWERINGS["gpu-games-first"] = LOWERINGS["gpu"]._replace(games_last=False)
@@ -242,21 +240,6 @@ def materialising(fn):
         finally:
             _SCHEDULE_TRIPS.reset(token)
     return scheduled
-
-
-def append(body, last, axis: int):
-    """`concatenate([body, last], axis)`, `last` being one entry along `axis` (size 1 there).
-
-    Under the GPU lowering a pad and a select: XLA's GPU backend materialises a concatenation
-    read by several fusions (bytes written and read again), and fuses the select into each
-    reader instead. On CPU the concatenation: there the select's loops stay scalar, and
-    random play is markedly slower with it."""
-    if not current().join_by_select:
-        return jnp.concatenate([body, last], axis)
-    pad = [(0, 0)] * body.ndim
-    pad[axis] = (0, 1)
-    index = jnp.arange(body.shape[axis] + 1).reshape((-1,) + (1,) * (body.ndim - 1 - axis))
-    return jnp.where(index == body.shape[axis], last, jnp.pad(body, pad))
 
 
 def lookup(table, index):

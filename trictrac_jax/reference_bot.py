@@ -22,7 +22,7 @@ docs/agents.md), quirks included:
   reference's `GameState` accepts as holding); no action index means that (the reference's
   own action list is Go alone), so this agent goes there.
 
-Engine imports only. Under `jax.vmap` the 512 candidate sequences of every game are scored
+Engine imports only. Under `jax.vmap` the 544 candidate sequences of every game are scored
 together, game-minor (see lowering.py): no engine step per action.
 """
 from __future__ import annotations

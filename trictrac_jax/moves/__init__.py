@@ -17,8 +17,10 @@ most 15 such fields). A second move can only start from a field that holds own c
 after the first move: one of those same fields, or the first move's destination when it
 was empty. So second slot k < 15 is the field of first slot k, k = 15 (`CHAINED_SLOT`) is
 the first move's destination when it was empty, and k = 16 (`NO_SECOND_MOVE`) is "no
-second move"; 512 candidates instead of the 752 of a second slot per field. Each pass ends
-with one extra candidate for taking the rest corner "par puissance". `Candidates.order` is
+second move"; 255 a die order instead of the 375 of a second slot per field. A 16th row
+(`layout.PUISSANCE_ROW`, a first slot that never holds a checker) holds each die order's
+candidate for taking the rest corner "par puissance": 544 candidates, the grid reshaped
+(`layout.py` says why). `Candidates.order` is
 the position of each candidate in the reference's loop order: "first in the list" is a
 minimum over it.
 
@@ -45,12 +47,12 @@ from trictrac_jax.moves.actions import (CHECKERS, FIRST_MOVE, GO, ORDER_ACTIONS,
                                         decode, encode, legal_action_mask, legal_moves,
                                         move_actions)
 from trictrac_jax.moves.candidates import Candidates, can_take_corner_by_effect, candidates
-from trictrac_jax.moves.layout import NO_ORDER, NUM_CANDIDATES, PASS_SIZE
+from trictrac_jax.moves.layout import NO_ORDER, NUM_CANDIDATES, PASS_OF, PASS_SIZE
 from trictrac_jax.moves.lists import (Found, MoveLists, Probes, earliest, first_listed, member,
                                       move_lists, no_probes)
 
 __all__ = ["CHECKERS", "FIRST_MOVE", "GO", "ORDER_ACTIONS", "NO_ORDER", "NUM_CANDIDATES",
-           "PASS_SIZE", "Candidates", "Found", "MoveLists", "Probes", "can_take_corner_by_effect",
+           "PASS_OF", "PASS_SIZE", "Candidates", "Found", "MoveLists", "Probes", "can_take_corner_by_effect",
            "candidates", "decision_mask", "decode", "earliest", "encode", "first_listed",
            "legal_action_mask", "legal_moves", "member", "move_actions", "move_lists",
            "no_probes"]

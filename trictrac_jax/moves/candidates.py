@@ -17,8 +17,9 @@ from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax.board import LAST_QUARTER, NO_FIELD, NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
 from trictrac_jax.lowering import lookup, materialised, materialising
-from trictrac_jax.moves.layout import (CHAINED_SLOT, GRID, NO_SECOND_MOVE, NUM_FIRST, NUM_PASSES,
-                                       NUM_SLOTS, REFERENCE_PASS_SIZE, REFERENCE_SECONDS,
+from trictrac_jax.moves.layout import (CHAINED_SLOT, GRID, NO_ORDER, NO_SECOND_MOVE, NUM_FIRST,
+                                       NUM_PASSES, NUM_ROWS, NUM_SLOTS, PUISSANCE_ROW,
+                                       REFERENCE_PASS_SIZE, REFERENCE_SECONDS,
                                        CandidateMask, Pairs, PerCandidate, PerFirstMove, PerSlot,
                                        as_mask, each_second, lanes_of, other_pass, per_first,
                                        per_second, to_flat)
@@ -119,7 +120,7 @@ def _single_moves(field, count, die, landing, forbid, guard_corner):
 
 
 class FirstMoves(NamedTuple):
-    """The first move from each own field, per pass and first slot: [2, 15, *lanes]."""
+    """The first move from each own field, per pass and row (the first slots, the puissance row): [2, 16, *lanes]."""
 
     landing: jnp.ndarray  # int8: the checkers where it lands, before it
     ok: jnp.ndarray  # bool: the move is possible
@@ -133,10 +134,11 @@ class FirstMoves(NamedTuple):
 
 @materialised
 def first_moves(p: Position, field, count, moved_from: PerFirstMove) -> FirstMoves:
-    """The first move from each own field `field` int8[15, *lanes] holding `count`, with the
-    first die of each pass (`moved_from`: `field` per pass). Materialised like the
-    `Position`: every second move reads them."""
-    landing = _at_slots(p.in_slot, p.ahead_a)[:, :NUM_FIRST]
+    """The first move from each own field `field` int8[16, *lanes] (the first slots' and the
+    puissance row's, which holds no checker) holding `count`, with the first die of each
+    pass (`moved_from`: `field` per pass). Materialised like the `Position`: every second
+    move reads them."""
+    landing = _at_slots(p.in_slot, p.ahead_a)[:, :NUM_ROWS]
     ok, to, exceeding = _single_moves(field, count, p.die_a[:, None], landing, p.forbid,
                                       guard_corner=False)
     moved_to = jnp.where(ok, to, 0)
@@ -152,10 +154,10 @@ def _arrival(arrives, holds, to):
 
 
 def _after_first(p: Position, field, count, to, landing):
-    """After each first move [2, 15, *lanes] (from `field` holding `count` own checkers to
+    """After each first move [2, 16, *lanes] (from `field` holding `count` own checkers to
     `to`, 0 for none or borne off, which held `landing`): the fields of each quarter
-    holding fewer than 2 own checkers, int8[4, 2, 15, *lanes], and `board.exit_farthest`,
-    int8[2, 15, *lanes]. From the position's per-game values (a move changes two fields),
+    holding fewer than 2 own checkers, int8[4, 2, 16, *lanes], and `board.exit_farthest`,
+    int8[2, 16, *lanes]. From the position's per-game values (a move changes two fields),
     not from 30 boards: each would be read by several reductions over the fields.
 
     As on the board after the move: the origin always loses a checker (a slot whose first
@@ -177,7 +179,7 @@ def _after_first(p: Position, field, count, to, landing):
 
 
 class SecondMoves(NamedTuple):
-    """The second move from each second slot after each first move: [2, 15, 17, *lanes]."""
+    """The second move from each second slot after each first move: [2, 16, 17, *lanes]."""
 
     field: jnp.ndarray  # int8: its origin (0: none)
     count: jnp.ndarray  # int8: the own checkers there after the first move
@@ -193,12 +195,12 @@ def _slot_is(slot, lanes):
 
 
 def _second_origins(p: Position, first: FirstMoves, moved, new_field, chained):
-    """(field, count) int8[2, 15, 17, *lanes]: where each second move starts and its own
+    """(field, count) int8[2, 16, 17, *lanes]: where each second move starts and its own
     checkers after the first move (`moved`: the first move moved a checker; `new_field`:
     it arrived on an empty field, the chained slot's origin)."""
     lanes = lanes_of(p.board, 1)
     arrived = moved & (p.slot_field == per_first(first.moved_to)) & (p.slot_field > 0)
-    left = moved & A.leading(np.eye(NUM_FIRST, NUM_SLOTS, dtype=bool), len(lanes))
+    left = moved & A.leading(np.eye(NUM_ROWS, NUM_SLOTS, dtype=bool), len(lanes))
     field = jnp.where(chained, per_first(jnp.where(new_field, first.moved_to, 0)),
                       p.slot_field)
     count = jnp.where(chained, per_first(new_field),
@@ -207,7 +209,7 @@ def _second_origins(p: Position, first: FirstMoves, moved, new_field, chained):
 
 
 def _second_landing(p: Position, first: FirstMoves, moved_from, moved, field, chained):
-    """int8[2, 15, 17, *lanes]: the checkers where each second move from `field` lands:
+    """int8[2, 16, 17, *lanes]: the checkers where each second move from `field` lands:
     from the board's shifted by its die, corrected by the first move (cheaper than
     reading them off the 30 boards after a first move)."""
     lanes = lanes_of(p.board, 1)
@@ -390,7 +392,7 @@ def _ordinals(p: Position, first: FirstMoves, moved_from: PerFirstMove, puis_pai
     origin (the second on the board after the first move)."""
     cum = B.cumulative_checkers(p.board).astype(jnp.int8)
     slot_ordinal = lookup(cum, p.slot_field)  # [17, *lanes]
-    first_ordinal = jnp.broadcast_to(slot_ordinal[:NUM_FIRST], moved_from.shape)
+    first_ordinal = jnp.broadcast_to(slot_ordinal[:NUM_ROWS], moved_from.shape)
     return jnp.stack([
         to_flat(each_second(first_ordinal, lanes_of(moved_from, 2)), lookup(cum, puis_pair[0])),
         to_flat(jnp.where(chained, per_first(lookup(cum, first.moved_to)), slot_ordinal),
@@ -399,14 +401,16 @@ def _ordinals(p: Position, first: FirstMoves, moved_from: PerFirstMove, puis_pai
 
 def _reference_order(second_field: PerSlot, no_second) -> PerCandidate:
     """int16[N, *lanes]: each candidate's position in the reference's loop: per pass, per
-    first slot, the second fields 1..24 then "no second move", and the puissance pair."""
+    first slot, the second fields 1..24 then "no second move", and the puissance pair
+    (the puissance row's other entries, never possible: NO_ORDER)."""
     lanes = lanes_of(second_field, 3)
     pass_start = np.arange(2, dtype=np.int16) * REFERENCE_PASS_SIZE
-    first_slot = np.arange(NUM_FIRST, dtype=np.int16)[:, None]
+    first_slot = np.arange(NUM_ROWS, dtype=np.int16)[:, None]
     reference = A.leading(pass_start[:, None, None] + first_slot * REFERENCE_SECONDS, len(lanes))
     second = jnp.where(no_second, NUM_FIELDS, second_field.astype(jnp.int16) - 1)
-    return to_flat(reference + second,
-                    A.leading(pass_start + REFERENCE_PASS_SIZE - 1, len(lanes)))
+    in_row = A.leading(np.arange(NUM_ROWS)[:, None] != PUISSANCE_ROW, len(lanes))
+    return to_flat(jnp.where(in_row, reference + second, jnp.int16(NO_ORDER)),
+                   A.leading(pass_start + REFERENCE_PASS_SIZE - 1, len(lanes)))
 
 
 def _candidate_masks(p: Position, first: FirstMoves, second: SecondMoves, pair, count,
@@ -440,7 +444,8 @@ def candidates(board, dice) -> Candidates:
     each list reads them."""
     p = position(board, dice)
     lanes = lanes_of(p.board, 1)
-    first_field, first_count = p.slot_field[:NUM_FIRST], p.slot_count[:NUM_FIRST]
+    # the first slots' fields and counts, and the puissance row's (slot 15: none)
+    first_field, first_count = p.slot_field[:NUM_ROWS], p.slot_count[:NUM_ROWS]
     moved_from = jnp.broadcast_to(first_field, (NUM_PASSES,) + first_field.shape)
     first = first_moves(p, first_field, first_count, moved_from)
     second = second_moves(p, first, moved_from)

@@ -23,14 +23,14 @@ import numpy as np
 from trictrac_jax import arrays as A
 from trictrac_jax.lowering import materialised, materialising, reduce_candidates
 from trictrac_jax.moves.candidates import Candidates, candidates
-from trictrac_jax.moves.layout import (NO_ORDER, NUM_CANDIDATES, NUM_FIRST, NUM_SLOTS, PASS_SIZE,
+from trictrac_jax.moves.layout import (NO_ORDER, NUM_ROWS, NUM_SLOTS, PASS_OF,
                                        CandidateMask, PerGame, PerSlot, as_mask, in_first_pass,
                                        lanes_of, mask_not, other_pass, to_flat, to_slots,
                                        transposed)
 
 
 def _exits_flat(grid: PerSlot, c: Candidates) -> CandidateMask:
-    """uint8[N, *lanes]: a [2, 15, 17, *lanes] mask of double exits, flat."""
+    """uint8[N, *lanes]: a [2, 16, 17, *lanes] mask of double exits, flat."""
     return to_flat(grid, 0) & c.double_exit
 
 
@@ -48,12 +48,12 @@ def _same_listed(in_set: CandidateMask, c: Candidates
     """
     lanes = lanes_of(in_set, 1)
     twin = c.twin_same & other_pass(in_set)
-    in_second_pass = as_mask(A.leading(np.arange(NUM_CANDIDATES) >= PASS_SIZE, len(lanes)))
+    in_second_pass = as_mask(A.leading(PASS_OF == 1, len(lanes)))
     same, earlier = in_set | twin, twin & in_second_pass
     exits = to_slots(in_set & c.double_exit)[0]
-    swapped = transposed(exits)  # [2, 15, 17, *lanes]: the transpose lists the same pair
+    swapped = transposed(exits)  # [2, 16, 17, *lanes]: the transpose lists the same pair
     either = exits | swapped
-    later_slot_first = as_mask(A.leading(np.arange(NUM_FIRST)[:, None] > np.arange(NUM_SLOTS),
+    later_slot_first = as_mask(A.leading(np.arange(NUM_ROWS)[:, None] > np.arange(NUM_SLOTS),
                                        len(lanes)))
     exit_same = jnp.broadcast_to(either[0] | either[1], either.shape)
     exit_earlier = jnp.stack([later_slot_first & swapped[0],

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 from trictrac_jax import board as B
-from trictrac_jax.moves import NUM_CANDIDATES, PASS_SIZE, move_lists
+from trictrac_jax.moves import PASS_OF, move_lists
 from trictrac_jax.state import State
 
 Move = tuple[int, int]  # (from, to) on the mover's view; to 0: borne off
@@ -72,7 +72,7 @@ def candidate_lists(state: State) -> Lists:
     return Lists(moves=moves, possible=flag(c.possible), fills=flag(c.fills),
                  exits=flag(c.has_exit), exit_outside_ok=flag(c.exit_outside_ok),
                  exit_farthest_ok=flag(c.exit_farthest_ok), full=flag(c.is_full),
-                 first_pass=np.arange(NUM_CANDIDATES) < PASS_SIZE,
+                 first_pass=PASS_OF == 0,
                  filling=flag(lists.filling), exact=flag(lists.exact), legal=flag(lists.legal),
                  board=tuple(int(n) for n in view), dice=tuple(int(d) for d in state._dice),
                  opp_fillable=tuple(bool(q) for q in fillable))
