@@ -334,14 +334,14 @@ def issue_bullet(m: G.TimeModel, fit: dict | None) -> list[str]:
             "chip's issue rate as XLA's kernels reach it (the H100's peak: 132 "
             "multiprocessors x 4 schedulers x 32 lanes x 1.98 GHz, 33 T); a kernel's "
             "instructions are its PTX counted (`gpu_program.ptx_instructions`; a kernel that "
-            "loops runs more). It rules the step's kernels over the 512 candidates, which "
+            "loops runs more). It rules the step's kernels over the candidates, which "
             "issue far more instructions a byte than the kernels the constants above were "
             "fitted on. Fitted (`gpu_report.instruction_rate`, then rounded) on the step's "
             "costliest kernels in a measured profile, each compiled here under the same name "
             "and launch size")
     if not fit:
-        return [line + " (the profile of the newest measured table, when it measured this "
-                "engine: none here)."]
+        return [line + f" ({G.INSTRUCTIONS_FITTED_ON}; the newest measured table is of "
+                "another engine, so no profile here refits it)."]
     return [line + f": {fit['device']}, engine {fit['engine']['commit']}, {fit['games']:,} "
             f"games, their median {fit['rate'] / 1e12:.1f} T/s:", "",
             "| kernel | measured µs a step | blocks x threads | PTX instructions | "

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from trictrac_jax import arrays as A
-from trictrac_jax.lowering import materialised, materialising, reduce_candidates
+from trictrac_jax.lowering import kernel_boundary, materialised, materialising, reduce_candidates
 from trictrac_jax.moves.candidates import Candidates, candidates
 from trictrac_jax.moves.layout import (NO_ORDER, NUM_ROWS, NUM_SLOTS, PASS_OF,
                                        CandidateMask, PerGame, PerSlot, as_mask, in_first_pass,
@@ -123,10 +123,13 @@ def _list_flags(c: Candidates, single: CandidateMask, first_pass: CandidateMask,
     """The `ListFlags` of the candidates, in one reduction (`fills`: possible and filling,
     `no_excess`: possible full pairs without exceeding numbers)."""
     possible, full = c.possible, c.is_full
+    # apart: fused with the masks it reads, it left a thread at 1,024 games more live values
+    # than ptxas gave it registers (a spill)
+    filled = member(kernel_boundary(fills & full), c)
     return ListFlags(*A.any_each([
         possible & full, possible & first_pass, fills & full,
         fills & single & first_pass, fills & single,
-        no_excess & member(fills & full, c), no_excess], reduce=reduce_candidates))
+        no_excess & filled, no_excess], reduce=reduce_candidates))
 
 
 @materialised

@@ -551,6 +551,8 @@ def spill_bytes(k: Kernel, elements_per_trip: int = 16) -> float:
 # H100's 132 multiprocessors and clock): their PTX counts x threads over their measured
 # device time (docs/gpu-program.md, "The model"; `instruction_rate`).
 INSTRUCTIONS_PER_SECOND = 25e12
+INSTRUCTIONS_FITTED_ON = ("the profile of engine b6877eb on one NVIDIA H200 at 32,768 games: "
+                          "its four costliest kernels, 24.3-30.4 T/s, median 25.4 T/s")
 
 # Fitted to random play measured on one H100 (trictrac-jax and pgx backgammon, 1,024 to
 # 131,072 games, the plain loop); the fit, its error and the code measured:
