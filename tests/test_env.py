@@ -29,9 +29,14 @@ def play(env, key, batch, steps):
     return final, states, actions
 
 
+# The module's random play: one compiled program (16 games, 700 steps) for every key.
+PLAY = jax.jit(play, static_argnums=(0, 2, 3))
+GAMES, STEPS = 16, 700
+
+
 @pytest.fixture(scope="module")
 def random_games():
-    return jax.jit(play, static_argnums=(0, 2, 3))(ENV, jax.random.PRNGKey(7), 16, 700)
+    return PLAY(ENV, jax.random.PRNGKey(7), GAMES, STEPS)
 
 
 def test_fifteen_checkers_per_side_always(random_games):
@@ -74,17 +79,16 @@ def test_games_end_with_a_winner(random_games):
 
 
 def test_same_key_same_game():
-    run = jax.jit(play, static_argnums=(0, 2, 3))
-    a = run(ENV, jax.random.PRNGKey(3), 4, 60)
-    b = run(ENV, jax.random.PRNGKey(3), 4, 60)
-    c = run(ENV, jax.random.PRNGKey(4), 4, 60)
+    a = PLAY(ENV, jax.random.PRNGKey(3), GAMES, STEPS)
+    b = PLAY(ENV, jax.random.PRNGKey(3), GAMES, STEPS)
+    c = PLAY(ENV, jax.random.PRNGKey(4), GAMES, STEPS)
     same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)
     assert all(jax.tree.leaves(same))
     assert not np.array_equal(a[1]._board, c[1]._board)
 
 
 def test_vmap_equals_per_game_loop():
-    final, states, actions = jax.jit(play, static_argnums=(0, 2, 3))(ENV, jax.random.PRNGKey(11), 3, 40)
+    final, states, actions = PLAY(ENV, jax.random.PRNGKey(11), GAMES, STEPS)
     for g in range(3):
         state = jax.tree.map(lambda x: x[0, g], states)
         for t in range(39):
