@@ -29,9 +29,14 @@ def play(env, key, batch, steps):
     return final, states, actions
 
 
+# The module's random play: one compiled program (16 games, 700 steps) for every key.
+PLAY = jax.jit(play, static_argnums=(0, 2, 3))
+GAMES, STEPS = 16, 700
+
+
 @pytest.fixture(scope="module")
 def random_games():
-    return jax.jit(play, static_argnums=(0, 2, 3))(ENV, jax.random.PRNGKey(7), 16, 700)
+    return PLAY(ENV, jax.random.PRNGKey(7), GAMES, STEPS)
 
 
 def test_fifteen_checkers_per_side_always(random_games):
@@ -74,17 +79,16 @@ def test_games_end_with_a_winner(random_games):
 
 
 def test_same_key_same_game():
-    run = jax.jit(play, static_argnums=(0, 2, 3))
-    a = run(ENV, jax.random.PRNGKey(3), 4, 60)
-    b = run(ENV, jax.random.PRNGKey(3), 4, 60)
-    c = run(ENV, jax.random.PRNGKey(4), 4, 60)
+    a = PLAY(ENV, jax.random.PRNGKey(3), GAMES, STEPS)
+    b = PLAY(ENV, jax.random.PRNGKey(3), GAMES, STEPS)
+    c = PLAY(ENV, jax.random.PRNGKey(4), GAMES, STEPS)
     same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)
     assert all(jax.tree.leaves(same))
     assert not np.array_equal(a[1]._board, c[1]._board)
 
 
 def test_vmap_equals_per_game_loop():
-    final, states, actions = jax.jit(play, static_argnums=(0, 2, 3))(ENV, jax.random.PRNGKey(11), 3, 40)
+    final, states, actions = PLAY(ENV, jax.random.PRNGKey(11), GAMES, STEPS)
     for g in range(3):
         state = jax.tree.map(lambda x: x[0, g], states)
         for t in range(39):
@@ -221,10 +225,11 @@ def test_inputs_that_fit_no_node_change_nothing():
     # per game under vmap: [decision node, chance node]
     both = jax.tree.map(lambda a, b: jnp.stack([a, b]), state, after)
     pick = lambda x, g: jax.tree.map(lambda y: y[g], x)
-    rolled = jax.jit(jax.vmap(ENV.chance_step))(both, jnp.array([3, 3]))
+    roll = jax.jit(jax.vmap(ENV.chance_step))  # compiled once for both calls
+    rolled = roll(both, jnp.array([3, 3]))
     assert _same(pick(rolled, 0), state) and _same(pick(rolled, 1), CHANCE(after, 3))
     assert not bool(pick(rolled, 1).is_chance)
-    assert _same(jax.jit(jax.vmap(ENV.chance_step))(both, jnp.array([3, 40])), both)
+    assert _same(roll(both, jnp.array([3, 40])), both)
     action = jnp.argmax(state.legal_action_mask)
     decided = jax.jit(jax.vmap(ENV.step_deterministic))(both, jnp.stack([action, action]))
     assert _same(pick(decided, 0), after) and _same(pick(decided, 1), after)
@@ -294,38 +299,68 @@ def test_pmap_and_sharding_match_vmap():
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
 
 
-def _varied_batch(games=64):
-    """(states, actions, keys) of `games` games after 12 random steps: varied positions."""
-    keys = jax.random.split(jax.random.PRNGKey(21), games)
-    states = jax.vmap(ENV.init)(keys)
-    agent, play_step = jax.jit(jax.vmap(random_agent)), jax.jit(jax.vmap(ENV.step))
-    for k in jax.random.split(jax.random.PRNGKey(22), 12):
-        states = play_step(states, agent(jax.random.split(k, games), states), keys)
-    return states, agent(keys, states), keys
+@pytest.fixture(scope="module")
+def varied():
+    """Under the CPU lowering, one pass (64 games, below lowering.CPU_CHUNK): (states,
+    actions, keys) of 64 games after 12 random steps (varied positions), the random agent's
+    actions, and the step of those actions: the agent and the step compiled for the random
+    steps, called once more."""
+    from trictrac_jax import lowering
+
+    games = 64
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(lowering.LOWERING_VARIABLE, "cpu")
+        jax.clear_caches()  # the self-jitted methods keep their traces: none of another lowering
+        keys = jax.random.split(jax.random.PRNGKey(21), games)
+        states = jax.vmap(ENV.init)(keys)
+        agent, play_step = jax.jit(jax.vmap(random_agent)), jax.jit(jax.vmap(ENV.step))
+        for k in jax.random.split(jax.random.PRNGKey(22), 12):
+            states = play_step(states, agent(jax.random.split(k, games), states), keys)
+        actions = agent(keys, states)
+        return states, actions, keys, play_step(states, actions, keys)
 
 
-def _same(a, b):
-    return all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)))
+def lowered(states, actions, keys):
+    """A step, its two halves (the roll: an outcome drawn per game) and the random agent,
+    each traced anew under the lowering in force (the caches cleared before, and after:
+    nothing of that lowering kept)."""
+    outcomes = jax.random.randint(jax.random.PRNGKey(23), (len(keys),), 0,
+                                  tt.NUM_CHANCE_OUTCOMES)
+    jax.clear_caches()  # the self-jitted methods keep their traces: trace under this lowering
+    after = jax.jit(jax.vmap(ENV.step_deterministic))(states, actions)
+    out = (jax.jit(jax.vmap(ENV.step))(states, actions, keys), after,
+           jax.jit(jax.vmap(ENV.chance_step))(after, outcomes),
+           jax.jit(jax.vmap(random_agent))(keys, states))
+    jax.clear_caches()
+    return out
 
 
-def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch):
+@pytest.fixture(scope="module")
+def cpu_in_chunks(varied):
+    """`lowered` on `varied`'s games under the CPU lowering in chunks of 16 games."""
+    from trictrac_jax import lowering
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lowering, "CPU_CHUNK", 16)
+        patch.setenv(lowering.LOWERING_VARIABLE, "cpu")
+        return lowered(*varied[:3])
+
+
+def test_large_cpu_batches_run_in_chunks_with_the_same_results(monkeypatch, varied,
+                                                               cpu_in_chunks):
     """Batches above lowering.CPU_CHUNK games run a step (and the random agent) chunk by chunk:
     same states and actions."""
     from trictrac_jax import lowering
 
+    states, actions, keys, stepped = varied
+    chunked_step, _, _, chunked_actions = cpu_in_chunks
+    assert _same((stepped, actions), (chunked_step, chunked_actions))
+    assert not bool(jnp.all(stepped.legal_action_mask == states.legal_action_mask))
     monkeypatch.setenv(lowering.LOWERING_VARIABLE, "cpu")
-    states, actions, keys = _varied_batch()
-    step = lambda: (jax.jit(jax.vmap(ENV.step))(states, actions, keys),  # traced anew each call
-                    jax.jit(jax.vmap(random_agent))(keys, states))
-    one_pass = step()
-    with monkeypatch.context() as patch:
-        patch.setattr(lowering, "CPU_CHUNK", 16)
-        jax.clear_caches()  # the self-jitted methods keep their batched traces: trace anew
-        chunked = step()
-        assert "scan[" in str(jax.make_jaxpr(jax.vmap(ENV.step))(states, actions, keys))
+    monkeypatch.setattr(lowering, "CPU_CHUNK", 16)
+    jax.clear_caches()  # the self-jitted methods keep their batched traces: trace anew
+    assert "scan[" in str(jax.make_jaxpr(jax.vmap(ENV.step))(states, actions, keys))
     jax.clear_caches()  # nor keep those of 16-game chunks
-    assert _same(one_pass, chunked)
-    assert not bool(jnp.all(one_pass[0].legal_action_mask == states.legal_action_mask))
 
 
 def test_the_lowering_is_named_by_its_variable_or_its_former_name(monkeypatch):
@@ -348,34 +383,21 @@ def test_the_lowering_is_named_by_its_variable_or_its_former_name(monkeypatch):
         lowering.current()
 
 
-def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch):
+def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch, varied, cpu_in_chunks):
     """The GPU lowering (plain fusion, one pass), forced on CPU, plays the same games as the
     CPU lowering (while-loop materialisation, here in chunks of 16): a step, its two halves
     and the random agent; and a step under the GPU lowering with the games first."""
     from trictrac_jax import lowering
 
-    states, actions, keys = _varied_batch()
-    outcomes = jax.random.randint(jax.random.PRNGKey(23), (64,), 0, tt.NUM_CHANCE_OUTCOMES)
-
-    def run():  # traced anew each call, under the lowering then in force
-        after = jax.jit(jax.vmap(ENV.step_deterministic))(states, actions)
-        return (jax.jit(jax.vmap(ENV.step))(states, actions, keys), after,
-                jax.jit(jax.vmap(ENV.chance_step))(after, outcomes),
-                jax.jit(jax.vmap(random_agent))(keys, states))
-
-    monkeypatch.setattr(lowering, "CPU_CHUNK", 16)
-    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "cpu")
-    jax.clear_caches()  # the self-jitted methods keep their traces: trace under each lowering
-    cpu = run()
+    states, actions, keys, _ = varied
     monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu")
     assert not lowering.current().materialise_in_loop and not lowering.current().chunked
-    jax.clear_caches()
-    gpu = run()
+    gpu = lowered(states, actions, keys)
     monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu-games-first")  # the other GPU layout
     jax.clear_caches()
     games_first = jax.jit(jax.vmap(ENV.step))(states, actions, keys)
     jax.clear_caches()
-    assert _same(cpu, gpu) and _same(cpu[0], games_first)
+    assert _same(cpu_in_chunks, gpu) and _same(cpu_in_chunks[0], games_first)
 
 
 def test_kernel_boundary_is_a_barrier_under_the_gpu_lowering_only(monkeypatch):

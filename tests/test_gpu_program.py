@@ -2,6 +2,7 @@
 the `compile` extra): the reader counts what it should, and the project's GPU programs keep
 what must hold there. Deselected where the extra is absent; under `--compilers=require`
 (.ci/run) a missing plugin fails them: an install error."""
+import functools
 import json
 
 import jax
@@ -96,7 +97,7 @@ def test_lookahead_passes_have_a_known_count(monkeypatch):
     assert program(NUM_ACTIONS, GAMES * per_game).host_syncs == 1
 
 
-def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
+def test_h100_report_and_what_base_yaml_must_keep(tmp_path, monkeypatch):
     """`bench --h100` writes its report; in it configs/base.yaml on an H100: one training
     iteration (64 searches, 128 updates, the replay buffer of 1M decisions) in the GPU's
     80 GB, and read from the same program one self-play decision (an iteration of its
@@ -106,6 +107,8 @@ def test_h100_report_and_what_base_yaml_must_keep(tmp_path):
     self-play runs both halves of a step) compiled for one TPU v5e chip, the iteration in
     the chip's 16 GB."""
     from benchmarks import bench, gpu_report
+    # the random-only run below compiles the same random play: once here for both
+    monkeypatch.setattr(gpu_report, "random_program", functools.cache(gpu_report.random_program))
     out = tmp_path / "gpu.md"
     result = bench.main(["--h100", "--h100-games", "64", "--h100-loops", "plain", "--no-pgx",
                          "--no-compile-time", "--h100-calibration", str(tmp_path / "k.gz"),

@@ -242,19 +242,40 @@ def test_lookahead_plays_the_best_afterstate_among_the_policy_top_k(cases):
         assert value(actions[b]) == pytest.approx(max(value(a) for a in top), abs=1e-5)
 
 
-def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
+ROLLED_TOP_K = 4
+
+
+@pytest.fixture(scope="module")
+def rolled(cases):
+    """The lookahead over the rolls of a fixed random network (top 4) on `cases`, each
+    program compiled once: (net, model, each case's policy top 4 (`policy_top`), the moves
+    the lookahead plays, worths[distinct] [6, 4]: `rolled_worth` of each case's top actions
+    over the 36 rolls or the 21 distinct ones, all cases in one batch; columns past a case's
+    top are padding)."""
+    net = ObsNet(jax.random.PRNGKey(5))
+    model = Model(ENV, net, "outcome", 72.0)
+    played = jax.jit(functools.partial(S.lookahead, model=model, top_k=ROLLED_TOP_K,
+                                       rolls=True))(None, None, cases)
+    tops = [policy_top(net, take(cases, b), ROLLED_TOP_K) for b in range(len(cases.observation))]
+    actions = jnp.array([(top * ROLLED_TOP_K)[:ROLLED_TOP_K] for top in tops], jnp.int32)
+    batch = jax.tree.map(lambda x: jnp.repeat(x, ROLLED_TOP_K, 0), cases)  # each case 4 times
+    worth = jax.jit(lambda a, s, distinct: M.rolled_worth(model, None, a, s, distinct),
+                    static_argnums=2)
+    worths = {d: np.asarray(worth(actions.reshape(-1), batch, d)).reshape(actions.shape)
+              for d in (False, True)}
+    return net, model, tops, np.asarray(played), worths
+
+
+def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases, rolled):
     """The worths, computed roll by roll, and the best of them played; with `distinct`
     rolls, each roll counted as its mirror with the lower die first."""
-    net, top_k = ObsNet(jax.random.PRNGKey(5)), 4
-    model = Model(ENV, net, "outcome", 72.0)
-    lookahead = jax.jit(functools.partial(S.lookahead, model=model, top_k=top_k, rolls=True))
-    actions = np.asarray(lookahead(None, jax.random.PRNGKey(4), cases))
+    net, _, tops, actions, worths = rolled
     step, roll = jax.jit(ENV.step_deterministic), jax.jit(ENV.chance_step)
     value_of = jax.jit(lambda obs: net.apply(None, obs)[1])
     for b in range(0, len(actions), 2):
         state = take(cases, b)
         mover = int(state.current_player)
-        top = policy_top(net, state, top_k)
+        top = tops[b]
 
         def value(action, distinct=False):  # the mover's mean over the rolls, roll by roll
             after = step(state, action)
@@ -272,37 +293,30 @@ def test_lookahead_over_rolls_plays_the_best_mean_over_the_36_rolls(cases):
                     total += v if int(nxt.current_player) == mover else -v
             return total / 36
         values = {a: value(a) for a in top}
-        batch = jax.tree.map(lambda x: jnp.repeat(x[None], len(top), 0), state)
-        worth = M.rolled_worth(model, None, jnp.array(top, jnp.int32), batch)
-        np.testing.assert_allclose(worth, [values[a] for a in top], atol=1e-5)
-        distinct = M.rolled_worth(model, None, jnp.array(top, jnp.int32), batch, distinct=True)
-        np.testing.assert_allclose(distinct, [value(a, True) for a in top], atol=1e-5)
+        np.testing.assert_allclose(worths[False][b, :len(top)], [values[a] for a in top],
+                                   atol=1e-5)
+        np.testing.assert_allclose(worths[True][b, :len(top)], [value(a, True) for a in top],
+                                   atol=1e-5)
         assert actions[b] in top
         assert values[actions[b]] == pytest.approx(max(values.values()), abs=1e-5)
 
 
-def test_lookahead_search_is_the_lookahead_over_the_rolls(cases):
+def test_lookahead_search_is_the_lookahead_over_the_rolls(cases, rolled):
     """search.algorithm lookahead: without exploration it plays what the lookahead over the
     rolls plays; its value is the best worth, its policy the softmax of the worths over the
     policy's top K; with exploration its moves are drawn from that policy."""
-    net, top_k = ObsNet(jax.random.PRNGKey(5)), 4
-    model = Model(ENV, net, "outcome", 72.0)
-    config = search_config("lookahead", 1).replace(max_num_considered_actions=top_k,
+    _, model, tops, played, worths = rolled
+    config = search_config("lookahead", 1).replace(max_num_considered_actions=ROLLED_TOP_K,
                                                    worth_temperature=0.05)
     out = jax.jit(make_search(model, config, explore=False))(None, jax.random.PRNGKey(1),
                                                                 cases)
-    played = jax.jit(functools.partial(S.lookahead, model=model, top_k=top_k, rolls=True))(
-        None, None, cases)
     np.testing.assert_array_equal(out.action, played)
     policy = np.asarray(out.policy)
     np.testing.assert_allclose(policy.sum(-1), 1, atol=1e-5)
     for b in range(policy.shape[0]):
-        state = take(cases, b)
-        top = policy_top(net, state, top_k)
+        top = tops[b]
         assert set(np.nonzero(policy[b])[0]) <= set(top)
-        worth = np.asarray(M.rolled_worth(model, None, jnp.array(top, jnp.int32),
-                                          jax.tree.map(lambda x: jnp.repeat(x[None], len(top), 0),
-                                                       state)))
+        worth = worths[False][b, :len(top)]
         assert float(out.value[b]) == pytest.approx(worth.max(), abs=1e-5)
         weights = np.exp((worth - worth.max()) / 0.05)
         np.testing.assert_allclose(policy[b, top], weights / weights.sum(), atol=1e-5)
