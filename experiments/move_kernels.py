@@ -48,21 +48,15 @@ def _compiled(fn, args, dump: Path) -> tuple[G.Program, str, dict[str, str]]:
     hlo = max(dump.glob("*after_optimizations.txt"), key=lambda p: p.stat().st_size).read_text()
     ptx = {}
     for path in dump.glob("*.ptx"):
-        for m in re.finditer(r"\.entry (\w+)\(.*?\n\{\n(.*?)\n\}\n", path.read_text(), re.S):
-            ptx[m.group(1)] = m.group(2)
+        ptx.update(G.ptx_entries(path.read_text()))
     return program, hlo, ptx
-
-
-def _table(hlo: str, name: str) -> dict[str, str]:
-    return dict(re.findall(r"^(\d+) (.+)$", hlo.split("\n" + name + "\n", 1)[1]
-                           .split("\n\n", 1)[0], re.M))
 
 
 def rule_sources(hlo: str, kernel: str) -> collections.Counter:
     """"module.function" -> operations of `kernel`'s fused computation whose innermost
     stack frame in trictrac_jax is there."""
-    files, functions = _table(hlo, "FileNames"), _table(hlo, "FunctionNames")
-    locations, frames = _table(hlo, "FileLocations"), _table(hlo, "StackFrames")
+    files, functions, locations, frames = (G.metadata_table(hlo, name) for name in (
+        "FileNames", "FunctionNames", "FileLocations", "StackFrames"))
 
     def innermost(frame: str) -> str:
         while frame in frames:

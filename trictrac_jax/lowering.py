@@ -24,11 +24,12 @@ Lowerings (`current()`, read at trace time): on CPU, a `materialised` result is 
 in a while loop, large batches are chunked and `lookup` is a one-hot reduction; on an
 accelerator, `materialised` is plain fusion (on a GPU the while loops cost more than the
 recomputation they save), a batch runs in one pass, `lookup` gathers and `kernel_boundary`
-keeps a value out of its readers' kernels. The game-minor layout holds on both; "gpu-games-first" is the GPU lowering with
-`game_minor` a plain `jax.vmap` (games the major axis, the reductions over candidates along
-rows), kept to be timed beside it on a GPU (`python -m benchmarks.bench --gpu`) before
-either is chosen per batch size. `ranking.candidate_worths` scores candidates
-in passes that the lowering sizes (`Lowering.candidates_per_game`, `candidates_per_pass`).
+keeps a value out of its readers' kernels. The game-minor layout holds on both;
+"gpu-games-first" is the GPU lowering with `game_minor` a plain `jax.vmap` (games the major
+axis, the reductions over candidates along rows), kept to be timed beside it on a GPU
+(`python -m benchmarks.bench --gpu`) before either is chosen per batch size.
+`ranking.candidate_worths` scores candidates in passes that the lowering sizes
+(`Lowering.candidates_per_game`, `candidates_per_pass`).
 `TRICTRAC_LOWERING=cpu|gpu|...` (or its former name `TRICTRAC_LANES`) forces a lowering on
 any backend (to test or verify the GPU path on CPU).
 """

@@ -20,9 +20,8 @@ the first move's destination when it was empty, and k = 16 (`NO_SECOND_MOVE`) is
 second move"; 255 a die order instead of the 375 of a second slot per field. A 16th row
 (`layout.PUISSANCE_ROW`, a first slot that never holds a checker) holds each die order's
 candidate for taking the rest corner "par puissance": 544 candidates, the grid reshaped
-(`layout.py` says why). `Candidates.order` is
-the position of each candidate in the reference's loop order: "first in the list" is a
-minimum over it.
+(`layout.py` says why). `Candidates.order` is the position of each candidate in the
+reference's loop order: "first in the list" is a minimum over it.
 
 Per-candidate arrays are int8 (fields, counts and dice are small): narrow arrays are what
 makes this fast on CPU, where the cost is proportional to the elements touched.
@@ -52,7 +51,8 @@ from trictrac_jax.moves.lists import (Found, MoveLists, Probes, earliest, first_
                                       move_lists, no_probes)
 
 __all__ = ["CHECKERS", "FIRST_MOVE", "GO", "ORDER_ACTIONS", "NO_ORDER", "NUM_CANDIDATES",
-           "PASS_OF", "PASS_SIZE", "Candidates", "Found", "MoveLists", "Probes", "can_take_corner_by_effect",
-           "candidates", "decision_mask", "decode", "earliest", "encode", "first_listed",
+           "PASS_OF", "PASS_SIZE", "Candidates", "Found", "MoveLists", "Probes",
+           "can_take_corner_by_effect", "candidates", "decision_mask", "decode", "earliest",
+           "encode", "first_listed",
            "legal_action_mask", "legal_moves", "member", "move_actions", "move_lists",
            "no_probes"]

@@ -120,7 +120,8 @@ def _single_moves(field, count, die, landing, forbid, guard_corner):
 
 
 class FirstMoves(NamedTuple):
-    """The first move from each own field, per pass and row (the first slots, the puissance row): [2, 16, *lanes]."""
+    """The first move from each own field, per pass and row (the first slots, then the
+    puissance row): [2, 16, *lanes]."""
 
     landing: jnp.ndarray  # int8: the checkers where it lands, before it
     ok: jnp.ndarray  # bool: the move is possible

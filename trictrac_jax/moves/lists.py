@@ -23,7 +23,7 @@ import numpy as np
 from trictrac_jax import arrays as A
 from trictrac_jax.lowering import kernel_boundary, materialised, materialising, reduce_candidates
 from trictrac_jax.moves.candidates import Candidates, candidates
-from trictrac_jax.moves.layout import (NO_ORDER, NUM_ROWS, NUM_SLOTS, PASS_OF,
+from trictrac_jax.moves.layout import (NO_ORDER, NUM_ROWS, NUM_SLOTS,
                                        CandidateMask, PerGame, PerSlot, as_mask, in_first_pass,
                                        lanes_of, mask_not, other_pass, to_flat, to_slots,
                                        transposed)
@@ -48,8 +48,7 @@ def _same_listed(in_set: CandidateMask, c: Candidates
     """
     lanes = lanes_of(in_set, 1)
     twin = c.twin_same & other_pass(in_set)
-    in_second_pass = as_mask(A.leading(PASS_OF == 1, len(lanes)))
-    same, earlier = in_set | twin, twin & in_second_pass
+    same, earlier = in_set | twin, twin & mask_not(in_first_pass(in_set))
     exits = to_slots(in_set & c.double_exit)[0]
     swapped = transposed(exits)  # [2, 16, 17, *lanes]: the transpose lists the same pair
     either = exits | swapped

@@ -330,11 +330,17 @@ def loops(compiled, top: int = 10) -> list[Loop]:
     return found
 
 
+def metadata_table(hlo: str, name: str) -> dict[str, str]:
+    """Id -> entry of one of an HLO text's metadata tables ("FileNames", "FunctionNames",
+    "FileLocations", "StackFrames")."""
+    return dict(re.findall(r"^(\d+) (.+)$", hlo.split(name + "\n", 1)[1].split("\n\n", 1)[0],
+                           re.M))
+
+
 def _source(hlo: str, frame: str) -> str:
     """"file.py:function" of a stack frame of the HLO's metadata tables (its innermost
     location)."""
-    table = lambda name: dict(re.findall(r"^(\d+) (.+)$", hlo.split(name + "\n", 1)[1]
-                                         .split("\n\n", 1)[0], re.M))
+    table = lambda name: metadata_table(hlo, name)
     files, functions = table("FileNames"), table("FunctionNames")
     location = re.search(r"file_location_id=(\d+)", table("StackFrames")[frame]).group(1)
     ids = re.search(r"file_name_id=(\d+) function_name_id=(\d+)",
@@ -441,15 +447,17 @@ def ptxas_usage(report: str) -> dict[str, tuple[int, int, int, int]]:
             for m in _PTXAS.finditer(report)}
 
 
+def ptx_entries(ptx: str) -> dict[str, str]:
+    """Kernel name -> its entry's body, of a PTX text."""
+    return {m.group(1): m.group(2) for m in _PTX_ENTRY.finditer(ptx)}
+
+
 def ptx_instructions(ptx: str) -> dict[str, int]:
     """Kernel name -> instructions in its entry's body of a PTX text: the statements, not
     the declarations (`.reg ...`), labels or comments."""
-    found = {}
-    for m in _PTX_ENTRY.finditer(ptx):
-        lines = (line.strip() for line in m.group(2).splitlines())
-        found[m.group(1)] = sum(1 for line in lines
-                                if line.endswith(";") and not line.startswith((".", "//")))
-    return found
+    return {name: sum(1 for line in (line.strip() for line in body.splitlines())
+                      if line.endswith(";") and not line.startswith((".", "//")))
+            for name, body in ptx_entries(ptx).items()}
 
 
 def _assemble(path: str, arch: str) -> str:
