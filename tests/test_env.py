@@ -385,13 +385,13 @@ def test_the_lowering_is_named_by_its_variable_or_its_former_name(monkeypatch):
 
 def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch, varied, cpu_in_chunks):
     """The GPU lowering (plain fusion, one pass), forced on CPU, plays the same games as the
-    CPU lowering (while-loop materialisation, here in chunks of 16): a step, its two halves
+    CPU lowering (materialisation in branches of their own, here in chunks of 16): a step, its two halves
     and the random agent; and a step under the GPU lowering with the games first."""
     from trictrac_jax import lowering
 
     states, actions, keys, _ = varied
     monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu")
-    assert not lowering.current().materialise_in_loop and not lowering.current().chunked
+    assert not lowering.current().materialise_apart and not lowering.current().chunked
     gpu = lowered(states, actions, keys)
     monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu-games-first")  # the other GPU layout
     jax.clear_caches()
@@ -414,6 +414,28 @@ def test_kernel_boundary_is_a_barrier_under_the_gpu_lowering_only(monkeypatch):
         assert ("optimization_barrier" in staged) == barrier, name
         plus, twice = jax.jit(bounded)(x)
         assert np.array_equal(plus, np.arange(1, 6)) and np.array_equal(twice, 2 * np.arange(5))
+        jax.clear_caches()
+
+
+def test_materialised_is_a_branch_of_its_own_under_the_cpu_lowering_only(monkeypatch):
+    """`lowering.materialised` computes its rule in a conditional's branch under the CPU
+    lowering (a boundary XLA does not fuse across, whose predicate it cannot know: the
+    compiled program keeps it) and plainly under the GPU's; the value is the rule's under
+    both, and a `materialising` function's steps share one predicate."""
+    from trictrac_jax import lowering
+
+    rule = lowering.materialised(lambda v: jnp.cumsum(v * 3) - 1)
+    twice = lowering.materialising(lambda v: rule(rule(v)))
+    x = jnp.arange(6, dtype=jnp.int32)
+    expected = np.cumsum(np.cumsum(np.arange(6) * 3) * 3 - 3) - 1
+    for name, branches in (("cpu", 2), ("gpu", 0)):
+        monkeypatch.setenv(lowering.LOWERING_VARIABLE, name)
+        staged = [e.primitive.name for e in jax.make_jaxpr(twice)(x).eqns]
+        assert staged.count("cond") == branches, (name, staged)
+        assert staged.count("max") == min(branches, 1), (name, staged)  # one predicate
+        compiled = jax.jit(twice).lower(x).compile().as_text()
+        assert ("conditional(" in compiled) == bool(branches), name
+        assert np.array_equal(jax.jit(twice)(x), expected), name
         jax.clear_caches()
 
 

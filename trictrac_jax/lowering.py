@@ -18,11 +18,11 @@ the cache too.
 
 `materialised`: a rule whose result is an array of its own rather than fused into its
 readers (the materialisation schedule, stated on the rules it applies to); `materialising`:
-a function whose materialised steps share one loop trip count.
+a function whose materialised steps share one branch predicate.
 
 Lowerings (`current()`, read at trace time): on CPU, a `materialised` result is computed
-in a while loop, large batches are chunked and `lookup` is a one-hot reduction; on an
-accelerator, `materialised` is plain fusion (on a GPU the while loops cost more than the
+in a branch of its own, large batches are chunked and `lookup` is a one-hot reduction; on an
+accelerator, `materialised` is plain fusion (on a GPU the separate loops cost more than the
 recomputation they save), a batch runs in one pass, `lookup` gathers and `kernel_boundary`
 keeps a value out of its readers' kernels. The game-minor layout holds on both;
 "gpu-games-first" is the GPU lowering with `game_minor` a plain `jax.vmap` (games the major
@@ -58,7 +58,7 @@ LOWERING_ALIAS = "TRICTRAC_LANES"  # the variable's former name, still read
 class Lowering(NamedTuple):
     """How the engine's hot paths are compiled for one backend."""
 
-    materialise_in_loop: bool  # `materialised`: a while loop (else plain fusion)
+    materialise_apart: bool  # `materialised`: a branch of its own (else plain fusion)
     chunked: bool  # batches of several `CPU_CHUNK` games run chunk by chunk
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
     reduce_apart: bool  # `reduce_candidates`: apart from its operand, in two stages
@@ -79,10 +79,10 @@ class Lowering(NamedTuple):
 # decision (2,048 games x up to 32 candidates) in one pass, whose device memory grows with
 # the pass: at 32 candidates a game it stays well inside an H100's memory beside a training
 # iteration (`python -m experiments.recipes_h100`).
-LOWERINGS = {"cpu": Lowering(materialise_in_loop=True, chunked=True, gather=False,
+LOWERINGS = {"cpu": Lowering(materialise_apart=True, chunked=True, gather=False,
                              reduce_apart=False, bounded=False, games_last=True,
                              every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
-             "gpu": Lowering(materialise_in_loop=False, chunked=False, gather=True,
+             "gpu": Lowering(materialise_apart=False, chunked=False, gather=True,
                              reduce_apart=True, bounded=True, games_last=True,
                              every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536)}
@@ -171,40 +171,44 @@ def traced_once(fn):
     return functools.wraps(fn)(from_jaxpr)
 
 
-def _trip_count(witness):
-    """int32 1, read off the array `witness` as 1 + (max < min): XLA cannot know it."""
-    return 1 + (jnp.max(witness) < jnp.min(witness)).astype(jnp.int32)
+def _always(witness):
+    """bool True, read off two entries of the array `witness` (not max < min, so a NaN
+    reads True too): XLA cannot know it. Two entries, not a reduction over the array: as
+    opaque, and cheaper."""
+    flat = jnp.ravel(witness)
+    first, last = flat[0], flat[-1]
+    return ~(jnp.maximum(first, last) < jnp.minimum(first, last))
 
 
-def _once(fn, trips):
-    """`fn()` computed in a while loop of `trips` (1) iterations: its own loop nest. (`fn`
-    is traced once, for both the loop's initial value and its body.)"""
+def _once(fn, taken):
+    """`fn()` computed in the branch of a conditional on `taken` (True): its own loop nest.
+    (`fn` is traced once; the other branch, never taken, returns zeros.)"""
     traced, shape = jax.make_jaxpr(fn, return_shape=True)()
     leaves, tree = jax.tree.flatten(shape)
-    body = lambda c: (c[0] + 1, jaxpr_as_fun(traced)())
-    init = (jnp.int32(0), [jnp.zeros(s.shape, s.dtype) for s in leaves])
-    return jax.tree.unflatten(tree, jax.lax.while_loop(lambda c: c[0] < trips, body, init)[1])
+    absent = lambda: [jnp.zeros(s.shape, s.dtype) for s in leaves]
+    return jax.tree.unflatten(tree, jax.lax.cond(taken, jaxpr_as_fun(traced), absent))
 
 
 def computed_once(witness):
     """`once(fn)` -> `fn()`, materialised: computed in its own loop nest and read from memory.
 
     XLA fuses an array's whole computation into every loop that reads it, recomputing it
-    per reader (and per element of a reduction that is broadcast back). A while loop is a
-    boundary it does not fuse across; this one runs once: its trip count, read off the
-    array `witness` (`_trip_count`), is not known at compile time, so XLA cannot inline
-    the loop away. Under the GPU lowering `once(fn)` is `fn()`, fused as XLA chooses:
-    faster there.
+    per reader (and per element of a reduction that is broadcast back). A conditional's
+    branch is a boundary it does not fuse across; this one is always taken, but its
+    predicate, read off the array `witness` (`_always`), is not known at compile time, so
+    XLA cannot inline the branch away (a one-trip while loop would also fill an initial
+    buffer and copy its result). Under the GPU lowering `once(fn)` is `fn()`, fused as
+    XLA chooses: faster there.
     """
-    if not current().materialise_in_loop:
+    if not current().materialise_apart:
         return lambda fn: fn()
-    trips = _trip_count(witness)
-    return lambda fn: _once(fn, trips)
+    taken = _always(witness)
+    return lambda fn: _once(fn, taken)
 
 
-# The trip count that the `materialised` steps of the `materialising` function being traced
+# The predicate that the `materialised` steps of the `materialising` function being traced
 # share (None outside one).
-_SCHEDULE_TRIPS = contextvars.ContextVar("trictrac_jax_schedule_trips", default=None)
+_SCHEDULE_TAKEN = contextvars.ContextVar("trictrac_jax_schedule_taken", default=None)
 
 
 def materialised(fn):
@@ -213,33 +217,33 @@ def materialised(fn):
 
     For a value that many loops read (the position, the first moves, the candidates, each
     move list): XLA would otherwise recompute it in each of them. Inside a `materialising`
-    function the loop's trip count is the one that function read off its input; elsewhere
+    function the branch's predicate is the one that function read off its input; elsewhere
     it is read off `fn`'s first argument.
     """
     @functools.wraps(fn)
     def computed(*args):
-        if not current().materialise_in_loop:
+        if not current().materialise_apart:
             return fn(*args)
-        trips = _SCHEDULE_TRIPS.get()
-        if trips is None:
-            trips = _trip_count(jax.tree.leaves(args)[0])
-        return _once(lambda: fn(*args), trips)
+        taken = _SCHEDULE_TAKEN.get()
+        if taken is None:
+            taken = _always(jax.tree.leaves(args)[0])
+        return _once(lambda: fn(*args), taken)
     return computed
 
 
 def materialising(fn):
-    """`fn(*args)`, whose `materialised` steps share one trip count read off `fn`'s first
+    """`fn(*args)`, whose `materialised` steps share one predicate read off `fn`'s first
     argument (an input every step's result depends on, such as the board): one reduction
     for all, and no read of a step's result that nothing else reads."""
     @functools.wraps(fn)
     def scheduled(*args):
-        if not current().materialise_in_loop:
+        if not current().materialise_apart:
             return fn(*args)
-        token = _SCHEDULE_TRIPS.set(_trip_count(jax.tree.leaves(args)[0]))
+        token = _SCHEDULE_TAKEN.set(_always(jax.tree.leaves(args)[0]))
         try:
             return fn(*args)
         finally:
-            _SCHEDULE_TRIPS.reset(token)
+            _SCHEDULE_TAKEN.reset(token)
     return scheduled
 
 

@@ -5,12 +5,13 @@ first) + CHECKERS x (first checker) + second checker.
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from trictrac_jax import board as B
 from trictrac_jax.board import NUM_FIELDS, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lowering import game_minor
+from trictrac_jax.lowering import game_minor, materialised
 from trictrac_jax.moves.layout import NUM_CANDIDATES, lanes_of
 from trictrac_jax.moves.lists import MoveLists, move_lists
 from trictrac_jax.state import NUM_ACTIONS
@@ -44,6 +45,15 @@ def encode(dice, pair, ordinal):
             + checker2.astype(jnp.int32))
 
 
+@materialised
+def _listed_actions(lists: MoveLists, dropped) -> jax.Array:
+    """int32[N, *lanes]: the action index of each legal candidate, `dropped` for the
+    others. Materialised: fused into the scatter's flat index loop, it ran element by
+    element on the CPU; apart, over [N, games], it vectorises."""
+    c = lists.candidates
+    return jnp.where(lists.legal, encode(c.dice, c.listed, c.listed_ordinal), dropped)
+
+
 def move_actions(board, dice, lists: MoveLists):
     """bool[514, *lanes]: the Move actions of the legal sequences in `lists`.
 
@@ -53,11 +63,10 @@ def move_actions(board, dice, lists: MoveLists):
     games last is transposed by a kernel of its own."""
     lanes = lanes_of(board, 1)
     games = int(np.prod(lanes))
-    c = lists.candidates
-    action = encode(dice, c.listed, c.listed_ordinal).reshape(NUM_CANDIDATES, games)
-    flat = jnp.where(lists.legal.reshape(action.shape),
-                     action + NUM_ACTIONS * jnp.arange(games), NUM_ACTIONS * games)
-    mask = jnp.zeros(games * NUM_ACTIONS, bool).at[flat.ravel()].set(True, mode="drop")
+    action = _listed_actions(lists, NUM_ACTIONS * games).reshape(NUM_CANDIDATES, games)
+    flat = action + NUM_ACTIONS * jnp.arange(games)
+    mask = jnp.zeros(games * NUM_ACTIONS, bool).at[flat.ravel()].set(
+        True, mode="drop", wrap_negative_indices=False)
     return jnp.moveaxis(mask.reshape(lanes + (NUM_ACTIONS,)), -1, 0) if lanes else mask
 
 

@@ -376,6 +376,7 @@ class Candidates(NamedTuple):
     # its origin before the pair (the reference numbers checkers by that count)
     listed_ordinal: jax.Array
     order: PerCandidate  # int16: position in the reference's loop (unique among valid ones)
+    dice: jax.Array  # int8[2, *lanes]: the roll, game-minor (`Position.dice`)
 
 
 def _pairs(first: FirstMoves, second: SecondMoves, moved_from: PerFirstMove,
@@ -461,5 +462,5 @@ def candidates(board, dice) -> Candidates:
     masks.update(double_exit=double_exit, swapped=swapped)
     return Candidates(pair=pair, listed=jnp.where(swapped, jnp.stack([f1, t1, f0, t0]), pair),
                       order=_reference_order(second.field, _slot_is(NO_SECOND_MOVE, lanes)),
-                      listed_ordinal=jnp.where(swapped, ordinal[::-1], ordinal),
+                      listed_ordinal=jnp.where(swapped, ordinal[::-1], ordinal), dice=p.dice,
                       **{name: as_mask(x) for name, x in masks.items()})
