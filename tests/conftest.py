@@ -13,7 +13,8 @@ The suite is mostly XLA compiling, and many programs are compiled again by the o
 worker or by the processes that tests start (training runs, notebooks, documentation code):
 JAX's persistent compilation cache, in a folder made for this session (removed at its end)
 and shared with them through the environment, compiles each once. Programs compiled for an
-H100 or a TPU (`tools/gpu_program.py`) are read from a real compile, never the cache."""
+H100 or a TPU (`tools/gpu_program.py`) are read from a real compile, never the cache. The
+processes that tests start compile unoptimised (tests/fresh.py)."""
 import importlib.metadata
 import os
 import shutil
@@ -48,7 +49,7 @@ def pytest_configure(config):
     if CACHE not in os.environ:
         os.environ[CACHE] = tempfile.mkdtemp(prefix="jax-cache-")
         config.stash[made_cache] = os.environ[CACHE]
-        # a subprocess compiles its small programs (under a second) faster than it reads them
+        # programs compiled in under half a second are not worth a file each
         os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
 
 
