@@ -28,10 +28,23 @@ def cuda_plugin_installed() -> bool:
     return True
 
 
+# XLA compiles the CPU programs of the processes that tests start unoptimised (LLVM's -O0):
+# on their tiny settings compiling is most of their time, and the tests check what they
+# compute, not how fast. (Not in the suite's own processes: some tests run long on the CPU.)
+UNOPTIMISED = "--xla_backend_optimization_level=0"
+
+
+def xla_flags(*more: str) -> str:
+    """XLA_FLAGS for a process a test starts: this process's, UNOPTIMISED and `more`."""
+    return " ".join([os.environ.get("XLA_FLAGS", ""), UNOPTIMISED, *more]).strip()
+
+
 def start(args, environ: dict[str, str] | None = None) -> subprocess.Popen:
     """`python ARGS` in a new process at the repository root, with text pipes, JAX_PLATFORMS
-    unset (the suite sets it, a user does not) unless `environ` (more variables) sets it."""
-    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"} | (environ or {})
+    unset (the suite sets it, a user does not) unless `environ` (more variables) sets it, and
+    `xla_flags()`."""
+    env = ({k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+           | {"XLA_FLAGS": xla_flags()} | (environ or {}))
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
     return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,

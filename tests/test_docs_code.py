@@ -3,7 +3,6 @@ a fresh process (with its own imports), taking legal actions only, and printing 
 stderr; every other block is tagged with what it is (`bash` commands, `text`, a `diff`),
 never left untagged."""
 import importlib.util
-import os
 import re
 import textwrap
 
@@ -61,14 +60,11 @@ def optional_module(code: str) -> str | None:
 
 def run_block(code: str, tmp_path, environ: dict[str, str]) -> str | None:
     """Run `code` in a fresh process on the CPU; None if it went well, else what went wrong.
-    XLA compiles it unoptimised: what is checked is that it runs, not how fast, and its
-    compiling is most of its time."""
+    XLA compiles it unoptimised, as every program of the suite (conftest.py)."""
     script = tmp_path / "block.py"
     script.write_text(code)
-    quick = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
     returncode, out, err = run_fresh(["-c", RUNNER, str(script)], timeout=600,
-                                     environ={"JAX_PLATFORMS": "cpu", "XLA_FLAGS": quick,
-                                              **environ})
+                                     environ={"JAX_PLATFORMS": "cpu", **environ})
     if returncode:
         return f"exit code {returncode}:\n{err[-3000:]}"
     if out.splitlines()[-1] != "ended: []":
@@ -87,10 +83,9 @@ def test_every_block_says_what_it_is():
 
 def test_python_blocks_run_as_written(tmp_path):
     """The blocks that need only the quick start's install, in order, one fresh process each.
-    They share a compilation cache (the CPU's programs are the same for every process): what
-    one block compiled, a later one loads."""
-    cache = {"JAX_COMPILATION_CACHE_DIR": str(tmp_path / "compiled"),
-             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+    They share the suite's compilation cache (conftest.py), even their smallest programs:
+    what one block compiled, a later one loads."""
+    cache = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
     failures = [f"{where}: {problem}" for code, where in python_blocks().items()
                 if optional_module(code) is None
                 and (problem := run_block(code, tmp_path, cache)) is not None]

@@ -7,6 +7,7 @@ import pytest
 import trictrac_jax as tt
 from trictrac_jax.agents import random_agent
 from trictrac_jax.state import TS_HOLD_OR_GO, TS_MOVE
+from tests.fresh import xla_flags
 
 ENV = tt.Trictrac(max_steps=None)
 # Jitted once per module: each distinct jit costs seconds of compilation.
@@ -291,7 +292,7 @@ def test_pmap_and_sharding_match_vmap():
         assert all(jax.tree.leaves(jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), ref, out)))
         print("ok")
     """)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+    env = dict(os.environ, XLA_FLAGS=xla_flags("--xla_force_host_platform_device_count=4"),
                JAX_PLATFORMS="cpu")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     result = subprocess.run([sys.executable, "-c", code], env=env, cwd=root,

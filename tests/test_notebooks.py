@@ -5,6 +5,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.fresh import xla_flags
+
 nbformat = pytest.importorskip("nbformat", reason="needs the test extra: nbformat")
 nbclient = pytest.importorskip("nbclient", reason="needs the test extra: nbclient")
 pytest.importorskip("ipykernel", reason="needs the test extra: ipykernel")
@@ -30,6 +32,7 @@ def executed(monkeypatch_module):
         [str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     # JAX chooses its platform as in a user's kernel (the suite's conftest pins the CPU)
     monkeypatch_module.delenv("JAX_PLATFORMS", raising=False)
+    monkeypatch_module.setenv("XLA_FLAGS", xla_flags())
     # Two kernels at a time: most of a notebook's time is single-threaded compilation.
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip(NOTEBOOKS, pool.map(run_notebook, NOTEBOOKS)))

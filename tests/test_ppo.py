@@ -18,6 +18,7 @@ from trictrac_jax.az import run as az_run  # (`run`: the fixture)
 from trictrac_jax.rl import ppo
 from trictrac_jax.rl import loop
 from trictrac_jax.league import runs
+from tests.fresh import run_fresh
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -34,23 +35,37 @@ class Killed(Exception):
     pass
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """A 4-update run killed while logging update 4 (before its checkpoint), then resumed.
-    Returns (run_dir, the killed run's records, the resumed run's log)."""
-    run_dir = tmp_path_factory.mktemp("runs") / "ppo"
+def killed_and_resumed(run_dir: str) -> tuple[list[dict], list[str]]:
+    """A 4-update run in `run_dir` killed while logging update 4 (before its checkpoint),
+    then resumed: (the killed run's records, the resumed run's log)."""
     config = ppo.load_config(ROOT / "configs" / "ppo.yaml", TINY + [f"run.dir={run_dir}"])
 
     def kill_at_4(line):
         if line.startswith("update     4/"):
             raise Killed
-    with pytest.raises(Killed):
+    try:
         runs.train_ppo(config, log=kill_at_4)
-    killed = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+        raise AssertionError("the run was not killed at update 4")
+    except Killed:
+        pass
+    killed = [json.loads(line) for line in (pathlib.Path(run_dir) / "metrics.jsonl").open()]
     log = []
     config, resumed = az_run.resume(train_ppo.parse_args(["--resume", str(run_dir)]), log.append,
-                                 loop.PPO_RUN)
+                                    loop.PPO_RUN)
     runs.train_ppo(config, resumed, log.append)
+    return killed, log
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """`killed_and_resumed` in a new process (which compiles unoptimised: tests/fresh.py).
+    Returns (run_dir, the killed run's records, the resumed run's log)."""
+    run_dir = tmp_path_factory.mktemp("runs") / "ppo"
+    code, out, err = run_fresh(["-c", "import json, sys; from tests.test_ppo import "
+                                "killed_and_resumed; print(json.dumps(killed_and_resumed("
+                                "sys.argv[1])))", str(run_dir)], environ={"JAX_PLATFORMS": "cpu"})
+    assert code == 0, err[-3000:]
+    killed, log = json.loads(out.splitlines()[-1])
     return run_dir, killed, log
 
 

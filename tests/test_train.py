@@ -30,6 +30,7 @@ from trictrac_jax.league.matches import wilson
 from trictrac_jax.state import OBS_SIZE
 from train import az, gpu_run, plot
 from train import eval as eval_script
+from tests.fresh import xla_flags
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -78,7 +79,7 @@ def four_devices(tmp_path_factory):
     """One self-play iteration and one training step with the batch split over 4 CPU devices,
     in a subprocess (the device count is fixed when JAX starts), started before this
     module's other tests so that its compilation runs beside theirs."""
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+    env = {**os.environ, "XLA_FLAGS": xla_flags("--xla_force_host_platform_device_count=4"),
            "JAX_PLATFORMS": "cpu"}
     proc = subprocess.Popen(
         [sys.executable, "-c", FOUR_DEVICES, str(tmp_path_factory.mktemp("four"))], cwd=ROOT,
@@ -634,7 +635,7 @@ def run_processes(n: int, args: list[str], logs: pathlib.Path, timeout: float = 
     port, procs = free_port(), []
     logs.mkdir(exist_ok=True)
     for i in range(n):
-        env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "",
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": xla_flags(),
                "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": str(n),
                "JAX_PROCESS_ID": str(i)}
         with open(logs / f"{i}.out", "w") as out, open(logs / f"{i}.err", "w") as err:

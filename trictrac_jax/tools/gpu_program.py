@@ -32,6 +32,7 @@ an estimate of the compiled program, never a measurement.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import math
 import os
 import re
@@ -53,6 +54,7 @@ os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 import jax  # noqa: E402
 from jax.experimental import topologies  # noqa: E402
+from jax.experimental.compilation_cache import compilation_cache  # noqa: E402
 from jax.sharding import SingleDeviceSharding  # noqa: E402
 
 # An H100 SXM (80 GB HBM3) as XLA's GPU compiler describes a device: 132 SMs of compute
@@ -90,6 +92,10 @@ TPU_V5E = Target("TPU v5e", "tpu", "v5e:2x2")
 TPU_V5E_MEMORY_BYTES = 16 * 2**30
 
 _DEVICES: dict = {}
+# The device's program as XLA compiles it by default, whatever XLA_FLAGS asks of this
+# machine's (the test suite compiles its CPU programs unoptimised): LLVM's optimisation
+# level changes a kernel's registers and instructions.
+DEFAULT_OPTIONS = {"xla_backend_optimization_level": 3}
 
 
 def device(target: Target):
@@ -118,8 +124,27 @@ def compile_for(target: Target, fn, *args, donate_argnums=(), compiler_options=N
     sharding = SingleDeviceSharding(device(target))
     abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
                             args)
-    return jax.jit(fn, donate_argnums=donate_argnums).lower(*abstract).compile(
-        compiler_options=compiler_options)
+    options = {**DEFAULT_OPTIONS, **(compiler_options or {})}
+    with _uncached():
+        return jax.jit(fn, donate_argnums=donate_argnums).lower(*abstract).compile(
+            compiler_options=options)
+
+
+@contextlib.contextmanager
+def _uncached():
+    """JAX's persistent compilation cache off (where it is on: `jax_compilation_cache_dir`, as
+    in the test suite): a program read here is compiled here, never loaded from the cache,
+    which keeps no dump (XLA's dump options are not in its key)."""
+    if jax.config.jax_compilation_cache_dir is None or not jax.config.jax_enable_compilation_cache:
+        yield
+        return
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()  # JAX decides once whether it caches: decide again
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", True)
+        compilation_cache.reset_cache()
 
 
 # --- reading the optimised HLO ----------------------------------------------------------
