@@ -365,11 +365,11 @@ def metadata_table(hlo: str, name: str) -> dict[str, str]:
 def _source(hlo: str, frame: str) -> str:
     """"file.py:function" of a stack frame of the HLO's metadata tables (its innermost
     location)."""
-    table = lambda name: metadata_table(hlo, name)
-    files, functions = table("FileNames"), table("FunctionNames")
-    location = re.search(r"file_location_id=(\d+)", table("StackFrames")[frame]).group(1)
+    files, functions = metadata_table(hlo, "FileNames"), metadata_table(hlo, "FunctionNames")
+    location = re.search(r"file_location_id=(\d+)",
+                         metadata_table(hlo, "StackFrames")[frame]).group(1)
     ids = re.search(r"file_name_id=(\d+) function_name_id=(\d+)",
-                    table("FileLocations")[location])
+                    metadata_table(hlo, "FileLocations")[location])
     return (files[ids.group(1)].strip('"').rsplit("/", 1)[-1] + ":"
             + functions[ids.group(2)].strip('"'))
 
