@@ -342,8 +342,9 @@ def issue_bullet(m: G.TimeModel, fit: dict | None) -> list[str]:
     if not fit:
         return [line + f" ({G.INSTRUCTIONS_FITTED_ON}; the newest measured table is of "
                 "another engine, so no profile here refits it)."]
-    return [line + f": {fit['device']}, engine {fit['engine']['commit']}, {fit['games']:,} "
-            f"games, their median {fit['rate'] / 1e12:.1f} T/s:", "",
+    return [line + f" ({G.INSTRUCTIONS_FITTED_ON}). The newest measured profile, of this "
+            f"engine ({fit['device']}, engine {fit['engine']['commit']}, {fit['games']:,} "
+            f"games), gives its costliest kernels a median of {fit['rate'] / 1e12:.1f} T/s:", "",
             "| kernel | measured µs a step | blocks x threads | PTX instructions | "
             "bytes (estimate) | thread-instructions a second |",
             "|---|---|---|---|---|---|",
