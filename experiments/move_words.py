@@ -357,9 +357,9 @@ def lists_of(c: CandidateWords) -> ListWords:
 
 
 @materialised
-def _lists(c: CandidateWords):
-    """(ListWords, ok, legal_full, legal_first): the lists, and the candidates passing
-    every rule with `_listed`'s flags for the legal list (what the probes read)."""
+def _list_flags(c: CandidateWords):
+    """bool[games] each: some possible full pair, some possible candidate in the first
+    pass, `filling` is not empty, `exact` is not empty."""
     possible = c.possible
     fills = possible & c.fills
     no_excess = possible & ~c.exceeding & FULL
@@ -368,12 +368,42 @@ def _lists(c: CandidateWords):
     any_filling = _some_listed(any_full, any_first, _any(fills & FULL),
                                _any(fills & SINGLE & FIRST_PASS), _any(fills & SINGLE))
     any_exact = jnp.where(any_filling, any_full & _any(no_excess & filled), _any(no_excess))
-    filling = fills & _listed(possible, any_full, any_first)
-    allowed = _where(~any_filling, ALL) | member(filling, c)
-    exact = no_excess & allowed
+    return any_full, any_first, any_filling, any_exact
+
+
+# Each list (and the filling rule) materialised: a value inside a materialised step that is
+# not one of its results is fused into every loop that reads it, and recomputed there.
+
+@materialised
+def _filling_words(c: CandidateWords, any_full, any_first):
+    return c.possible & c.fills & _listed(c.possible, any_full, any_first)
+
+
+@materialised
+def _allowed_words(c: CandidateWords, filling, any_filling):
+    return _where(~any_filling, ALL) | member(filling, c)
+
+
+@materialised
+def _exact_words(c: CandidateWords, allowed):
+    return c.possible & ~c.exceeding & FULL & allowed
+
+
+@materialised
+def _ok_words(c: CandidateWords, allowed, exact, any_exact):
     exit_ok = c.exit_outside_ok & (member(exact, c) | (_where(~any_exact, ALL)
                                                        & c.exit_farthest_ok))
-    ok = possible & allowed & (~c.has_exit | exit_ok)
+    return c.possible & allowed & (~c.has_exit | exit_ok)
+
+
+def _lists(c: CandidateWords):
+    """(ListWords, ok, legal_full, legal_first): the lists, and the candidates passing
+    every rule with `_listed`'s flags for the legal list (what the probes read)."""
+    any_full, any_first, any_filling, any_exact = _list_flags(c)
+    filling = _filling_words(c, any_full, any_first)
+    allowed = _allowed_words(c, filling, any_filling)
+    exact = _exact_words(c, allowed)
+    ok = _ok_words(c, allowed, exact, any_exact)
     legal_full, legal_first = _any(ok & FULL), _any(ok & FIRST_PASS)
     legal = _listed(ok, legal_full, legal_first)
     return ListWords(filling, exact, legal, legal_full | _any(ok & SINGLE)), ok, legal_full, legal_first
@@ -813,8 +843,8 @@ def cpu_report(games):
             ("words: the second checkers", _second_checkers, (c, r, legal)),
             ("words: the first checkers' words", _checker_words, (seconds, r.ordinal)),
             ("legal moves, words, composed", move_action_words, (boards, dice)),
-            # a materialised step some of whose results go unused: the same lists, all
-            # four returned, then the legal one alone
+            # the lists read whole and in part (a list inside a materialised step that is
+            # not one of its results is recomputed by each reader)
             ("the facts and the lists, all four returned", list_words, (boards, dice)),
             ("the facts and the lists, the legal list alone",
              lambda board, dice: list_words(board, dice).legal, (boards, dice))]
