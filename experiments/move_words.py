@@ -25,7 +25,7 @@ slot) on the position's board, corrected per row only where the first move chang
   occupied fields below the first move's destination);
 * the lists' reductions are ORs of words, the double exits' transposes a 15 x 15 bit
   transpose, and the Move actions each row's legal bits moved to their second checkers'
-  places (`_deposit`), one 16-bit word a die order and first checker.
+  numbers (`_by_ordinal`), one 16-bit word a die order and first checker.
 
 Supports docs/journal/engine-speed.md, issue 51.
 """
@@ -411,18 +411,19 @@ def _lists(c: CandidateWords):
 
 # --- the Move actions, from the legal words ---
 
-def _deposit(word, places):
-    """uint32[...]: bit places[k] set for each bit k set in `word` (places: 17 arrays)."""
+def _by_ordinal(word, ordinal_bits):
+    """uint32[...]: for each bit k < 15 set in `word`, the bit `ordinal_bits[k]` (one bit a
+    slot, per game: [15, games])."""
     out = U32(0)
-    for k, place in enumerate(places):
-        out |= _where(((word >> k) & 1) == 1, U32(1) << place.astype(U32))
+    for k in range(NUM_FIRST):
+        out |= _where((word >> k) & 1 == 1, ordinal_bits[k])
     return out
 
 
 @materialised
 def _second_checkers(c: CandidateWords, r: ActionRows, legal):
     """uint32[2, 15, games]: per die order and first slot, the legal sequences' second
-    checkers as bits (`_deposit` of each row's legal bits).
+    checkers as bits.
 
     A legal candidate's action is (order, first checker, second checker): the order is the
     pass's die order except for a first move bearing off alone (the bigger die's) and two
@@ -439,24 +440,30 @@ def _second_checkers(c: CandidateWords, r: ActionRows, legal):
     rows = np.arange(NUM_ROWS)
     row_bit = jnp.asarray(np.where(rows < NUM_FIRST, 1 << np.minimum(rows, 31), 0)
                           .astype(np.uint32))[:, None]
-    # the second checker's number: its ordinal, one less from the first move's field up
-    # (its checker left), one more from the first move's destination up (it arrived)
-    k_at_or_above = np.arange(NUM_SLOTS)[None, :] >= rows[:, None]  # [16 rows, 17 slots]
-    exit_places = [r.ordinal[k][None, None] - k_at_or_above[:, k][None, :, None]
-                   for k in range(NUM_FIRST)]  # two bear-offs: no destination
-    places = [place + ((r.to > 0) & (((r.below_to >> k) & 1) == 0))
-              for k, place in enumerate(exit_places)]
-    places += [r.chained_ordinal, jnp.zeros_like(r.chained_ordinal)]
-    exit_places += [jnp.zeros_like(r.chained_ordinal)] * 2  # (never set)
-    first_rows = lambda places: [place[..., :NUM_FIRST, :] for place in places]
+    # The second checker's number is its slot's ordinal, one less from the first move's
+    # slot up (its checker left) except from the first move's destination up (one arrived:
+    # no slot below the first move's lies there). So a row's bits go to their ordinals
+    # (`_by_ordinal`, per game), those of one range shifted down by one.
+    at_or_above = FIRST_SLOTS & ~_below_rows()  # [16, 1]: slots k >= i
+    from_dest = _where(r.to > 0, FIRST_SLOTS & ~r.below_to)  # [2, 16, games]
+    one_less = at_or_above & ~from_dest
+    ordinal_bits = U32(1) << r.ordinal[:NUM_FIRST].astype(U32)  # [15, games]
+
+    def seconds(word, one_less):
+        moved = _by_ordinal(word & ~one_less, ordinal_bits) | (
+            _by_ordinal(word & one_less, ordinal_bits) >> 1)
+        chained = _where((word >> CHAINED_SLOT) & 1 == 1,
+                         U32(1) << r.chained_ordinal.astype(U32))
+        return moved | chained | ((word >> NO_SECOND_MOVE) & 1)  # no second move: checker 0
+
     orders = []
     for order in (0, 1):
         in_order = lambda die: (die != v0) == bool(order)
         single = _where(in_order(die_a)[:, None], normal) | _where(in_order(hi), alone_exit)
         two_exits = _where(in_order(hi), double & ~row_bit) | _where(in_order(lo), double & row_bit)
-        seconds = (_deposit(single[:, :NUM_FIRST], first_rows(places))
-                   | _deposit(two_exits[:, :NUM_FIRST], first_rows(exit_places)))
-        orders.append(seconds[0] | seconds[1])  # [15, games]
+        both = seconds(single, one_less) | seconds(two_exits, at_or_above)  # two bear-offs:
+        # no destination
+        orders.append(both[0, :NUM_FIRST] | both[1, :NUM_FIRST])  # [15, games]
     return jnp.stack(orders)
 
 
