@@ -61,6 +61,10 @@ from trictrac_jax.moves.layout import (CHAINED_SLOT, GRID, NO_SECOND_MOVE, NUM_F
 U32 = jnp.uint32
 ALL = np.uint32((1 << NUM_SLOTS) - 1)  # (numpy: no JAX computation at import)
 FIRST_SLOTS = np.uint32((1 << NUM_FIRST) - 1)
+_ROWS = np.arange(NUM_ROWS)
+ROW_IS_PUISSANCE = (_ROWS == PUISSANCE_ROW)[None, :, None]  # [1, 16, 1]
+ROW_BIT = np.where(_ROWS < NUM_FIRST, 1 << np.minimum(_ROWS, 31), 0).astype(np.uint32)[:, None]
+BELOW_ROW = np.where(ROW_BIT > 0, ROW_BIT - 1, 0).astype(np.uint32)  # [16, 1]: slots k < i
 
 
 def _word(bits, axis):
@@ -120,7 +124,6 @@ class ActionRows(NamedTuple):
     # (int8[2, 17, games]: the chained slot's per row in `chained_*`)
     second_field: jax.Array  # int8[15, games]
     second_to: jax.Array  # int8[2, 15, games]
-    die_b: jax.Array  # int8[2, games]
     moved_to: jax.Array  # int8[2, 16, games]
     chained_to: jax.Array  # int8[2, 16, games]
     new_field: jax.Array  # bool[2, 16, games]
@@ -160,8 +163,7 @@ def _words(board, dice) -> tuple[CandidateWords, ActionRows]:
     occupied_fields = _word(p.board > 0, 0)  # bit f-1: own checkers on field f
 
     # per row: the first move's corrections
-    rows = jnp.arange(NUM_ROWS, dtype=U32)[:, None]
-    row_bit = jnp.where(rows < NUM_FIRST, U32(1) << rows, U32(0))  # [16, 1]
+    row_bit = ROW_BIT
     emptied = _where(count == 1, row_bit)  # [16, games]
     to = first.to  # [2, 16, games]
     corner_bit = _slot_bit(occupied_fields, jnp.full(games, OWN_CORNER))
@@ -244,8 +246,7 @@ def _words(board, dice) -> tuple[CandidateWords, ActionRows]:
         not_farthest.append(_where(short0, ALL) | (short1 & ~far_bit))
     farthest_ok = ~(not_farthest[0] & not_farthest[1])
     double_exit = _where(first_exits, exits_word) & possible
-    below_row = jnp.where(row_bit > 0, row_bit - 1, U32(0))
-    swapped = double_exit & below_row
+    swapped = double_exit & BELOW_ROW
     same_t1 = (_word(t1[0] == t1[1], 0) | _where(chained_to[0] == chained_to[1], chained)
                | no_second)  # [16, games]
     twin_same = _where(to[0] == to[1], same_t1)[None] & possible & possible[::-1]
@@ -255,8 +256,7 @@ def _words(board, dice) -> tuple[CandidateWords, ActionRows]:
     puissance_board = B.apply_move(B.apply_move(p.board, puis_pair[0], puis_pair[1]),
                                    puis_pair[2], puis_pair[3])
     puissance_fills = _where(A.fold(jnp.logical_or, B.quarter_filled(puissance_board)), puissance)
-    is_puissance = (jnp.arange(NUM_ROWS) == PUISSANCE_ROW)[None, :, None]
-    in_rows = lambda word, at_puissance=U32(0): jnp.where(is_puissance, at_puissance, word)
+    in_rows = lambda word, at_puissance=U32(0): jnp.where(ROW_IS_PUISSANCE, at_puissance, word)
     possible = in_rows(possible, puissance[None, None])
     exit_mask = has_exit & possible
     cum = B.cumulative_checkers(p.board)
@@ -267,7 +267,7 @@ def _words(board, dice) -> tuple[CandidateWords, ActionRows]:
     rows = ActionRows(dice=p.dice, ordinal=ordinal, field=field, to=to,
                       chained_ordinal=lookup(cum, first.moved_to), below_to=below_to,
                       puissance_action=encode(p.dice, puis_pair, puis_ordinal),
-                      second_field=f1, second_to=t1, die_b=die_b, moved_to=first.moved_to,
+                      second_field=f1, second_to=t1, moved_to=first.moved_to,
                       chained_to=chained_to, new_field=new_field,
                       occupied_fields=occupied_fields, puis_pair=puis_pair)
     return CandidateWords(possible=possible,
@@ -281,7 +281,6 @@ def _words(board, dice) -> tuple[CandidateWords, ActionRows]:
 
 # --- the reference's three lists, on words ---
 
-ROW_IS_PUISSANCE = (np.arange(NUM_ROWS) == PUISSANCE_ROW)[None, :, None]
 # two moves: every slot but "no second move" in the first slots' rows; the puissance bit
 FULL = np.where(ROW_IS_PUISSANCE, np.uint32(1),
                 np.uint32(((1 << NUM_SLOTS) - 1) & ~(1 << NO_SECOND_MOVE))).astype(np.uint32)
@@ -304,13 +303,6 @@ def _transposed(words):
     return jnp.pad(t, [(0, 0), (0, NUM_ROWS - NUM_FIRST), (0, 0)])
 
 
-def _below_rows():
-    """uint32[16, 1]: per row i < 15 the bits of the slots below i."""
-    rows = np.arange(NUM_ROWS)
-    return jnp.asarray(np.where(rows < NUM_FIRST, (1 << np.minimum(rows, 31)) - 1, 0)
-                       .astype(np.uint32))[:, None]
-
-
 def same_listed(in_set, c: CandidateWords):
     """(same, earlier) words: some candidate of `in_set` lists the same pair as this one; an
     earlier one in the reference's loop does (`lists._same_listed`, on words)."""
@@ -319,7 +311,7 @@ def same_listed(in_set, c: CandidateWords):
     exits = in_set & c.double_exit
     swapped = _transposed(exits)
     either = exits | swapped
-    below = _below_rows()
+    below = BELOW_ROW
     exit_same = either[0] | either[1]
     exit_earlier = jnp.stack([below & swapped[0], either[0] | (below & swapped[1])])
     return same | (exit_same[None] & c.double_exit), earlier | (exit_earlier & c.double_exit)
@@ -437,14 +429,12 @@ def _second_checkers(c: CandidateWords, r: ActionRows, legal):
     first_exits = (r.to == 0) & (r.field > 0)
     alone_exit = _where(first_exits, U32(1 << NO_SECOND_MOVE)) & legal & ~c.double_exit
     normal = legal & ~c.double_exit & ~alone_exit
-    rows = np.arange(NUM_ROWS)
-    row_bit = jnp.asarray(np.where(rows < NUM_FIRST, 1 << np.minimum(rows, 31), 0)
-                          .astype(np.uint32))[:, None]
+    row_bit = ROW_BIT
     # The second checker's number is its slot's ordinal, one less from the first move's
     # slot up (its checker left) except from the first move's destination up (one arrived:
     # no slot below the first move's lies there). So a row's bits go to their ordinals
     # (`_by_ordinal`, per game), those of one range shifted down by one.
-    at_or_above = FIRST_SLOTS & ~_below_rows()  # [16, 1]: slots k >= i
+    at_or_above = FIRST_SLOTS & ~BELOW_ROW  # [16, 1]: slots k >= i
     from_dest = _where(r.to > 0, FIRST_SLOTS & ~r.below_to)  # [2, 16, games]
     one_less = at_or_above & ~from_dest
     ordinal_bits = U32(1) << r.ordinal[:NUM_FIRST].astype(U32)  # [15, games]
