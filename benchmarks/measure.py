@@ -219,7 +219,7 @@ def components(env):
     # game-minor under vmap, as the engine runs them (see lowering.py)
     legal = game_minor(lambda v, dice: move_lists(v, dice).legal)
     points = game_minor(lambda v, dice, count: scoring.roll_jans(
-        v, dice, count, scoring.roll_lists(v, dice)).points)
+        v, dice, count, move_lists(v, dice)).points)
 
     def jans(x):
         roll_count = x.states._dice_roll_count[x.states.current_player]

@@ -39,7 +39,7 @@ OPCODE = re.compile(r"^\s+(?:@!?%p\d+\s+)?([a-z]+[.\w]*)", re.M)
 
 def legal_moves(board, dice):
     """The Move actions bool[514, games] of view boards int[24, games], dice int[2, games]."""
-    return move_actions(board, dice, move_lists(board, dice))
+    return move_actions(move_lists(board, dice))
 
 
 def _compiled(fn, args, dump: Path) -> tuple[G.Program, str, dict[str, str]]:

@@ -7,6 +7,7 @@ checks the engine lists exactly those: the legal Move actions, each decoded to i
 (or field 1 when the mover bears off): too few to fill a quarter, so the opponent's-quarter
 rule never applies unless a test says so.
 """
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -186,31 +187,96 @@ def test_encode_inverts_decode_on_every_legal_action(lowering):
         assert int(moves.encode(dice, pair, ordinal)) == action
 
 
-def test_the_flat_layout_is_the_grid_reshaped_with_a_puissance_row():
-    """moves.layout: a flat array is the grid [2, 16, 17] reshaped, each pass's puissance
-    value at (row 15, second slot 0); `other_pass` swaps the passes, `transposed` the first
-    and second slots of the own fields (nothing elsewhere). On a position where the corner
-    is taken par puissance, that candidate is the one the puissance pair lists, and the
-    last of its pass in the reference's order."""
+def test_the_words_layout_packs_the_grid_with_a_puissance_row():
+    """moves.layout: bit k of word (p, i) is candidate (p, i, k), the flat order the grid
+    [2, 16, 17] reshaped (`unpack` and `pack` are inverse); `transposed` swaps the first and
+    second slots of the own fields (nothing elsewhere). On a position where the corner is
+    taken par puissance, that candidate (row 15, bit 0) is the one the puissance pair
+    lists, and the last of its pass in the reference's order."""
     from trictrac_jax.moves import layout as L
-    grid = np.arange(np.prod(L.GRID), dtype=np.int32).reshape(L.GRID)
-    flat = np.asarray(L.to_flat(grid, np.array([-1, -2], np.int32)))
-    assert flat.shape == (L.NUM_CANDIDATES,) and L.NUM_CANDIDATES == 2 * 16 * 17
-    puissance = np.flatnonzero(L.IS_PUISSANCE.ravel())
-    assert list(flat[puissance]) == [-1, -2] and list(L.PASS_OF[puissance]) == [0, 1]
-    assert np.array_equal(np.delete(flat, puissance), np.delete(grid.ravel(), puissance))
-    slots, per_pass = L.to_slots(flat)
-    assert np.array_equal(np.asarray(L.to_flat(slots, per_pass)), flat)
-    assert np.array_equal(np.asarray(L.other_pass(flat)).reshape(2, -1), flat.reshape(2, -1)[::-1])
-    swapped = np.asarray(L.transposed(grid))
-    assert swapped[1, 3, 7] == grid[1, 7, 3] and swapped[0, 14, 0] == grid[0, 0, 14]
-    assert not swapped[:, 15].any() and not swapped[:, :, 15:].any()
+    rng = np.random.default_rng(0)
+    mask = rng.random((L.NUM_CANDIDATES, 3)) < 0.3
+    words = np.asarray(L.pack(jnp.asarray(mask)))
+    assert words.shape == (2, 16, 3) and words.dtype == np.uint32
+    assert np.array_equal(np.asarray(L.unpack(jnp.asarray(words))), mask)
+    p, i, k, g = 1, 3, 7, 2
+    assert bool(words[p, i, g] >> k & 1) == mask[(p * 16 + i) * 17 + k, g]
+    swapped = np.asarray(L.transposed(jnp.asarray(words)))
+    assert (swapped[1, 3] >> 7 & 1).tolist() == (words[1, 7] >> 3 & 1).tolist()
+    assert not swapped[:, 15].any() and not (swapped >> 15).any()
+    assert np.asarray(L.any_set(jnp.asarray(words))).tolist() == mask.any(axis=0).tolist()
+    assert np.asarray(L.count_set(jnp.asarray(words))).tolist() == mask.sum(axis=0).tolist()
 
     c = moves.candidates(view({7: 1, 8: 1}, FAR), np.array([6, 5]))
-    pair = np.asarray(c.pair)[:, puissance].T
+    table = moves.candidate_table(c)
+    puissance = np.flatnonzero(np.asarray(L.unpack(c.possible & L.against(
+        np.where(L.IS_PUISSANCE_ROW, 1, 0).astype(np.uint32), ()))))
+    assert list(puissance) == [15 * 17, L.PASS_SIZE + 15 * 17]
+    pair = np.asarray(table.pair)[:, puissance].T
     assert [tuple(p) for p in pair] == [(7, 12, 8, 12)] * 2
-    order, possible = np.asarray(c.order), np.asarray(c.possible).astype(bool)
+    order = np.asarray(table.order)
     for p, at in enumerate(puissance):
-        assert possible[at]
         in_pass = order[(L.PASS_OF == p) & (order < L.NO_ORDER)]
         assert order[at] == in_pass.max() == (p + 1) * L.REFERENCE_PASS_SIZE - 1
+
+
+
+# --- the words' own rules: the chained slot, dedup, the first legal pair, a set's probe ---
+
+def _lists(board, dice):
+    lists = moves.move_lists(jnp.asarray(board), jnp.asarray(dice))
+    return lists, moves.candidate_table(lists.candidates)
+
+
+def test_the_chained_slot_is_the_first_moves_empty_destination():
+    """One checker on 1, 3-1, field 4 closed: only 1 -> 2 -> 5 plays both dice. It is
+    candidate (pass 1: the smaller die first, row 0: field 1, slot 15: the chained slot),
+    the one legal bit, and the table names its pair."""
+    from trictrac_jax.moves import layout as L
+    lists, table = _lists(view({1: 1}, {4: 2, 24: 2}), (3, 1))
+    legal = np.asarray(moves.unpack(lists.legal))
+    at = L.PASS_SIZE + 0 * L.NUM_SLOTS + L.CHAINED_SLOT
+    assert list(np.flatnonzero(legal)) == [at]
+    assert tuple(np.asarray(table.listed)[:, at]) == (1, 2, 2, 5)
+
+
+@pytest.mark.parametrize("own, dice", [({22: 1, 23: 1}, (3, 2)), ({20: 2, 22: 2}, (4, 4)),
+                                       ({1: 3, 5: 2}, (4, 2)), ({19: 1, 21: 1, 24: 1}, (6, 5))])
+def test_first_listed_keeps_the_earliest_candidate_of_each_listed_pair(own, dice):
+    """Two bear-offs (listed lower field first, by up to four candidates), doubles (twins
+    list the same pair), a plain roll: `first_listed` keeps one candidate a distinct listed
+    pair of the legal list, the earliest in the reference's loop; `member` holds for each
+    candidate listing a legal pair as generated."""
+    lists, table = _lists(view(own, {13: 2}), dice)
+    legal = np.asarray(moves.unpack(lists.legal))
+    kept = np.asarray(moves.unpack(moves.first_listed(lists.legal, lists.candidates)))
+    listed, order = np.asarray(table.listed), np.asarray(table.order)
+    pairs = {}
+    for k in np.flatnonzero(legal):
+        pair = tuple(listed[:, k])
+        pairs[pair] = min(pairs.get(pair, (moves.NO_ORDER, k)), (order[k], k))
+    assert sorted(np.flatnonzero(kept)) == sorted(k for _, k in pairs.values())
+    member = np.asarray(moves.unpack(moves.member(lists.legal, lists.candidates)))
+    generated = np.asarray(table.pair)
+    possible = np.asarray(moves.unpack(lists.candidates.possible))
+    for k in np.flatnonzero(possible):
+        assert member[k] == (tuple(generated[:, k]) in pairs), k
+
+
+@pytest.mark.parametrize("own, opp, dice", [({1: 1}, {4: 2, 24: 2}, (3, 1)),
+                                            ({1: 3, 5: 2}, {13: 2}, (4, 2)),
+                                            ({23: 1, 24: 1}, {13: 2}, (2, 1)),
+                                            ({1: 1}, {5: 2, 4: 2, 24: 2}, (4, 3))])
+def test_the_earliest_pair_and_a_sets_probe(own, opp, dice):
+    """`earliest_pair` is the listed pair of the legal candidate first in the reference's
+    loop (zeros when none); `some_legal_in(q)` is "some legal candidate is in q", for q
+    each row's words in turn."""
+    lists, table = _lists(view(own, opp), dice)
+    legal = np.asarray(moves.unpack(lists.legal))
+    order = np.where(legal, np.asarray(table.order), moves.NO_ORDER)
+    first = tuple(np.asarray(table.listed)[:, order.argmin()]) if legal.any() else (0,) * 4
+    assert tuple(np.asarray(moves.earliest_pair(lists))) == first
+    for row in range(16):
+        q = jnp.zeros((2, 16), jnp.uint32).at[:, row].set(0x1FFFF)
+        in_q = legal.reshape(2, 16, 17)[:, row].any()
+        assert bool(moves.some_legal_in(lists, q)) == in_q, row

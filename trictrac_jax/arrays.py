@@ -1,6 +1,6 @@
 """Array helpers shared by the rules, written for XLA's CPU loops (no rules here).
 
-Arrays have a structure axis first (fields, candidates, ...) and trailing `lanes` axes (none
+Arrays have a structure axis first (fields, passes, ...) and trailing `lanes` axes (none
 for one position, the games when the rules run game-minor: see lowering.py).
 
 Substitutes for what XLA's CPU backend runs slowly, kept under every lowering (the GPU
@@ -12,8 +12,7 @@ On game-minor arrays, on the CPU:
   `board.lowest_field`, `board.highest_field`;
 * a gather is slower than a select over the possible shifts (the checkers 1..6 fields
   ahead, per die): `board.ahead`;
-* a small reduction read by several fusions becomes an array of its own: `fold`;
-  several reductions over one axis each read it again: `any_each`.
+* a small reduction read by several fusions becomes an array of its own: `fold`.
 """
 from __future__ import annotations
 
@@ -72,25 +71,6 @@ def prefix_sum(values, axis: int = 0):
     below = leading(np.tril(np.ones((n, n), bool)), values.ndim - 1)  # [i, j]: j <= i
     summed = jnp.sum(jnp.where(below, values[None], 0), axis=1, dtype=values.dtype)
     return jnp.moveaxis(summed, 0, axis)
-
-
-def reduce_first(operand, op, init, dtype=None):
-    """`operand` [N, *lanes] reduced along N by the associative `op` from `init`, in `dtype`
-    (default: its own)."""
-    dtype = jnp.dtype(dtype or operand.dtype)
-    return jax.lax.reduce(operand.astype(dtype), dtype.type(init), op, (0,))
-
-
-def any_each(masks, reduce=reduce_first):
-    """For each of up to 32 masks [N, *lanes] (bool or 0/1 integers), whether any of its N
-    entries is set: bool[*lanes] each, from one pass over N (mask k is bit k of an
-    unsigned integer, OR-reduced by `reduce`, as `reduce_first`) where separate reductions
-    would each read N again."""
-    dtype = next(t for t in (jnp.uint8, jnp.uint16, jnp.uint32)
-                 if len(masks) <= 8 * jnp.dtype(t).itemsize)
-    bits = sum(m.astype(dtype) << dtype(k) for k, m in enumerate(masks))
-    found = reduce(bits, jax.lax.bitwise_or, 0)
-    return [(found >> dtype(k)) & 1 != 0 for k in range(len(masks))]
 
 
 def select_tree(pred, on_true, on_false):

@@ -17,8 +17,7 @@ batch-first rest of a step (the state's 514-action mask and 217 observation) the
 the cache too.
 
 `materialised`: a rule whose result is an array of its own rather than fused into its
-readers (the materialisation schedule, stated on the rules it applies to); `materialising`:
-a function whose materialised steps share one branch predicate.
+readers (the materialisation schedule, stated on the rules it applies to).
 
 Lowerings (`current()`, read at trace time): on CPU, a `materialised` result is computed
 in a branch of its own, large batches are chunked and `lookup` is a one-hot reduction; on an
@@ -26,7 +25,7 @@ accelerator, `materialised` is plain fusion (on a GPU the separate loops cost mo
 recomputation they save), a batch runs in one pass, `lookup` gathers and `kernel_boundary`
 keeps a value out of its readers' kernels. The game-minor layout holds on both;
 "gpu-games-first" is the GPU lowering with `game_minor` a plain `jax.vmap` (games the major
-axis, the reductions over candidates along rows), kept to be timed beside it on a GPU
+axis), kept to be timed beside it on a GPU
 (`python -m benchmarks.bench --gpu`) before either is chosen per batch size.
 `ranking.candidate_worths` scores candidates in passes that the lowering sizes
 (`Lowering.candidates_per_game`, `candidates_per_pass`).
@@ -35,7 +34,6 @@ any backend (to test or verify the GPU path on CPU).
 """
 from __future__ import annotations
 
-import contextvars
 import functools
 import os
 from typing import NamedTuple
@@ -45,7 +43,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 from jax.extend.core import jaxpr_as_fun
 
-from trictrac_jax.arrays import reduce_first, spread
+from trictrac_jax.arrays import spread
 
 
 # On CPU, larger batches run this many games at a time: the largest chunk whose arrays stay
@@ -61,9 +59,11 @@ class Lowering(NamedTuple):
     materialise_apart: bool  # `materialised`: a branch of its own (else plain fusion)
     chunked: bool  # batches of several `CPU_CHUNK` games run chunk by chunk
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
-    reduce_apart: bool  # `reduce_candidates`: apart from its operand, in two stages
     bounded: bool  # `kernel_boundary`: an optimisation barrier (else nothing)
     games_last: bool  # `game_minor`: games moved to the last axis (else a plain vmap)
+    # `moves.move_actions`: the 514-entry mask built games first, its transpose cancelling
+    # `game_minor`'s (else games last: on a GPU, games first added kernels and a spill)
+    mask_games_first: bool
     # `ranking.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
     # passes of `candidates_per_game` x games, while any remain) ...
@@ -80,10 +80,10 @@ class Lowering(NamedTuple):
 # the pass: at 32 candidates a game it stays well inside an H100's memory beside a training
 # iteration (`python -m experiments.recipes_h100`).
 LOWERINGS = {"cpu": Lowering(materialise_apart=True, chunked=True, gather=False,
-                             reduce_apart=False, bounded=False, games_last=True,
+                             bounded=False, games_last=True, mask_games_first=True,
                              every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
              "gpu": Lowering(materialise_apart=False, chunked=False, gather=True,
-                             reduce_apart=True, bounded=True, games_last=True,
+                             bounded=True, games_last=True, mask_games_first=False,
                              every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536)}
 LOWERINGS["gpu-games-first"] = LOWERINGS["gpu"]._replace(games_last=False)
@@ -206,45 +206,18 @@ def computed_once(witness):
     return lambda fn: _once(fn, taken)
 
 
-# The predicate that the `materialised` steps of the `materialising` function being traced
-# share (None outside one).
-_SCHEDULE_TAKEN = contextvars.ContextVar("trictrac_jax_schedule_taken", default=None)
-
-
 def materialised(fn):
-    """`fn(*args)`, its result computed once in its own loop nest (`computed_once`) under
-    the CPU lowering; plain `fn` under the GPU lowering.
+    """`fn(*args)`, its result computed once in its own loop nest (`computed_once`, its
+    predicate read off `fn`'s first argument) under the CPU lowering; plain `fn` under the
+    GPU lowering.
 
     For a value that many loops read (the position, the first moves, the candidates, each
-    move list): XLA would otherwise recompute it in each of them. Inside a `materialising`
-    function the branch's predicate is the one that function read off its input; elsewhere
-    it is read off `fn`'s first argument.
+    move list): XLA would otherwise recompute it in each of them.
     """
     @functools.wraps(fn)
     def computed(*args):
-        if not current().materialise_apart:
-            return fn(*args)
-        taken = _SCHEDULE_TAKEN.get()
-        if taken is None:
-            taken = _always(jax.tree.leaves(args)[0])
-        return _once(lambda: fn(*args), taken)
+        return computed_once(jax.tree.leaves(args)[0])(lambda: fn(*args))
     return computed
-
-
-def materialising(fn):
-    """`fn(*args)`, whose `materialised` steps share one predicate read off `fn`'s first
-    argument (an input every step's result depends on, such as the board): one reduction
-    for all, and no read of a step's result that nothing else reads."""
-    @functools.wraps(fn)
-    def scheduled(*args):
-        if not current().materialise_apart:
-            return fn(*args)
-        token = _SCHEDULE_TAKEN.set(_always(jax.tree.leaves(args)[0]))
-        try:
-            return fn(*args)
-        finally:
-            _SCHEDULE_TAKEN.reset(token)
-    return scheduled
 
 
 def lookup(table, index):
@@ -266,36 +239,6 @@ def lookup(table, index):
     if table.dtype == jnp.bool_:
         return jnp.any(hit & table, axis=0)
     return jnp.sum(jnp.where(hit, table, 0), axis=0, dtype=table.dtype)
-
-
-# `reduce_candidates` under the GPU lowering: the candidates of a game in this many groups.
-CANDIDATE_GROUPS = 8
-
-
-def reduce_candidates(operand, op, init, dtype=None):
-    """`operand` [N, *lanes] reduced over its candidates (N) by the associative `op` from
-    `init`, in `dtype` (`arrays.reduce_first`). On CPU a plain reduction.
-
-    Under the GPU lowering apart from what computes `operand`, and in two stages. XLA's GPU
-    backend fuses a column reduction (candidates as rows, games as the minor axis) with
-    everything that computes its operand and runs it in blocks of 1,024 threads, which
-    leaves each thread at most 64 registers: ptxas spills the candidate rules' live values
-    to local memory (traffic no HLO shape shows). And it gives such a reduction one block
-    per 128 games: 8 of the H100's 132 multiprocessors at 1,024 games. So the operand is an
-    elementwise kernel of its own (an optimisation barrier), reduced first within
-    `CANDIDATE_GROUPS` groups of candidates (games x groups / 128 blocks; a group's sum in
-    the operand's dtype: a group of 64 0/1 counts fits a byte), then across the groups.
-    """
-    if not current().reduce_apart:
-        return reduce_first(operand, op, init, dtype)
-    n = operand.shape[0]
-    groups = CANDIDATE_GROUPS if n % CANDIDATE_GROUPS == 0 else 1
-    grouped = jax.lax.optimization_barrier(operand)
-    grouped = grouped.reshape((groups, n // groups) + operand.shape[1:])
-    # the barrier keeps XLA from merging the two stages back into one reduction
-    partial = jax.lax.optimization_barrier(
-        jax.lax.reduce(grouped, operand.dtype.type(init), op, (1,)))
-    return reduce_first(partial, op, init, dtype)
 
 
 def kernel_boundary(values):

@@ -16,7 +16,7 @@ docs/agents.md), quirks included:
   and near-ties come out of that rounding, so every addition here is one float32 addition
   in the same order, of terms rounded as the original rounds them);
 * among equally scored sequences the original plays the last one of the reference engine's
-  list of legal sequences (`moves.move_lists`, in its loop order `Candidates.order`);
+  list of legal sequences (`moves.move_lists`, in its loop order `CandidateTable.order`);
 * with no legal sequence it plays the empty move: the Move stage's only action. At
   hold-or-go with no legal sequence the original still sends the empty move (which the
   reference's `GameState` accepts as holding); no action index means that (the reference's
@@ -35,7 +35,7 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
-from trictrac_jax.moves import encode, first_listed, move_lists
+from trictrac_jax.moves import candidate_table, encode, first_listed, move_lists, unpack
 from trictrac_jax.arrays import leading
 from trictrac_jax.lowering import game_minor
 from trictrac_jax.state import NUM_CHECKERS
@@ -151,8 +151,8 @@ def choose_move(board, dice):
     """
     board = board.astype(jnp.int8)
     lists = move_lists(board, dice)
-    c = lists.candidates
-    listed = first_listed(lists.legal, c) > 0  # [N, *lanes]
+    c = candidate_table(lists.candidates)
+    listed = unpack(first_listed(lists.legal, lists.candidates))  # [N, *lanes]
     after, upto = _after(board, B.checkers_upto(board).astype(jnp.int8), c.listed)
     facts = fixed_facts(board)
     facts = Fixed(facts.opponent_ahead[:, None], facts.opponent_last[None])  # per candidate

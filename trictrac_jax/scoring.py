@@ -17,7 +17,8 @@ from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax.board import NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lowering import current, game_minor, kernel_boundary, lookup
+from trictrac_jax.lowering import game_minor, kernel_boundary, lookup
+from trictrac_jax.moves.layout import ALL, CHAINED, IS_PUISSANCE_ROW, against, slot_bit
 
 # Jan indices, in the reference's declaration order (the rows of `JAN_TABLE`).
 (FILLED_QUARTER, TRUE_HIT_SMALL, TRUE_HIT_BIG, TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES,
@@ -109,108 +110,102 @@ def _missing_for_quarter(board):
     return n, 6 * quarter + lookup(first, quarter) + 1
 
 
-def _reaching(board, dice, c: moves.Candidates):
-    """(missing, reaching): the checkers missing from the quarter being filled
-    (`_missing_for_quarter`), and 5 masks uint8[N, *lanes]: the candidate's pair brings a
-    checker to the missing field from the k-th possible origin (each distinct origin once).
-
-    Either pair (`_probed_pairs`): they differ only for two bear-offs, which bring no
-    checker to a field.
-    """
-    listed = _probed_pairs(c)
-    n, dest = _missing_for_quarter(board)
-    dest = dest.astype(jnp.int8)  # narrow per-candidate arrays (see the moves package)
-    # Origins of checkers reaching `dest`, per listed pair (a tout d'une counts its start).
-    chained = listed[1] == listed[2]
-    origin_a = jnp.where(listed[1] == dest, listed[0], 0)
-    origin_b = jnp.where(listed[3] == dest, jnp.where(chained, listed[0], listed[2]), 0)
-    # A checker reaches `dest` with one die, both (tout d'une) or one short of a die
-    # (puissance): these are the only possible origins.
+def _origins(dice, dest):
+    """The possible origins of a checker reaching `dest` (int8[*lanes]), and whether each
+    is a field not listed before it: with one die, both (tout d'une) or one short of a die
+    (puissance). Five values each (dice v0 == v1 repeat some)."""
     v0, v1 = dice[0].astype(jnp.int8), dice[1].astype(jnp.int8)
-    possible = [dest - v for v in (v0, v1, v0 + v1, v0 - 1, v1 - 1)]  # 5 x [*lanes]
-    # each distinct origin once (v0 == v1 repeats some), fields only; elementwise, not
-    # stacked: a GPU kernel fuses it into the candidates' rules, a stack is one of its own
+    origins = [dest - v for v in (v0, v1, v0 + v1, v0 - 1, v1 - 1)]
+    # elementwise, not stacked: a GPU kernel fuses it into the rules, a stack is its own
     distinct = [(origin > 0) & ~functools.reduce(
-        jnp.logical_or, [origin == before for before in possible[:k]], jnp.bool_(False))
-        for k, origin in enumerate(possible)]
-    return n, [(((origin_a == origin) | (origin_b == origin)) & counts).astype(jnp.uint8)
-               for origin, counts in zip(possible, distinct)]
+        jnp.logical_or, [origin == before for before in origins[:k]], jnp.bool_(False))
+        for k, origin in enumerate(origins)]
+    return origins, distinct
+
+
+def _pair_words(r: moves.CandidateRows, first, second, chained, puissance) -> moves.RowWords:
+    """The candidates whose pair has a move with a fact that holds for the first move
+    (`first`, bool[2, 16, *lanes]), for the second, as words of slots (`second`, uint32[2,
+    *lanes] per pass or [2, 16, *lanes] per row), from the chained slot (`chained`, bool[2,
+    16, *lanes]), or for the puissance pair (`puissance`, bool[*lanes])."""
+    lanes = r.occupied_fields.shape
+    second = second if second.ndim == 2 + len(lanes) else second[:, None]
+    words = moves.keep(first, ALL) | second | moves.keep(r.new_field & chained, CHAINED)
+    return jnp.where(against(IS_PUISSANCE_ROW, lanes), moves.keep(puissance, np.uint32(1)),
+                     words & ALL)
+
+
+def _plays(r: moves.CandidateRows, die) -> moves.RowWords:
+    """The candidates whose pair has a move that plays `die` (exactly, or bearing off with
+    it)."""
+    def plays(frm, to, moved):
+        return moved & (((to == 0) & (OFF - frm <= die)) | ((frm < to) & (to - frm == die)))
+    f1, pp = r.second_field[None], r.puis_pair
+    return _pair_words(r, plays(r.field, r.to, r.field > 0),
+                       moves.word_of(plays(f1, r.second_to, f1 > 0), 1),
+                       plays(r.moved_to, r.chained_to, True),
+                       plays(pp[0], pp[1], True) | plays(pp[2], pp[3], True))
+
+
+def _reaching(r: moves.CandidateRows, dest, origin) -> moves.RowWords:
+    """The candidates whose pair brings a checker to `dest` from `origin`. A tout d'une
+    counts its start: a second move from the first move's destination (its slot's bit,
+    `continues`) starts where the first move did."""
+    f0, t0 = r.field, r.to
+    lands = r.second_to == dest  # [2, 15, *lanes]
+    from_slot = moves.word_of(lands & (r.second_field[None] == origin), 1)[:, None]
+    continues = slot_bit(r.occupied_fields, t0)  # [2, 16, *lanes]
+    second = ((from_slot & ~continues)
+              | (continues & moves.keep(f0 == origin, moves.word_of(lands, 1)[:, None])))
+    pp = r.puis_pair
+    tout_dune = pp[1] == pp[2]
+    puissance = (((pp[1] == dest) & (pp[0] == origin))
+                 | ((pp[3] == dest) & (jnp.where(tout_dune, pp[0], pp[2]) == origin)))
+    return _pair_words(r, (t0 == dest) & (f0 == origin), second,
+                       (r.chained_to == dest) & (f0 == origin), puissance)
+
+
+def _filling_sequences(lists: moves.MoveLists) -> moves.RowWords:
+    """The quarter-filling sequences, each listed pair once."""
+    return moves.first_listed(lists.filling, lists.candidates)
+
+
+def _filled_quarter_total(board, dice, lists: moves.MoveLists):
+    """int32[*lanes]: the ways of FilledQuarter. Filling the last 2 missing checkers: every
+    filling sequence counts. The last one: one way per distinct origin of a checker reaching
+    the missing field (on the first sequence that brings one from it). Keeping a filled
+    quarter: one way (the reference lists its last sequence)."""
+    missing, dest = _missing_for_quarter(board)
+    dest = dest.astype(jnp.int8)  # narrow, as the candidates' rows
+    seqs = _filling_sequences(lists)
+    origins, distinct = _origins(dice, dest)
+    r = lists.candidates.rows
+    one_missing = sum((moves.any_set(seqs & _reaching(r, dest, origin))
+                       & counts).astype(jnp.int32) for origin, counts in zip(origins, distinct))
+    return jnp.select([missing == 0, missing == 1, missing == 2],
+                      [moves.any_set(seqs).astype(jnp.int32), one_missing,
+                       moves.count_set(seqs)], 0)
 
 
 def _filled_quarter_ways(board, dice, lists: moves.MoveLists):
-    """int32[N, *lanes]: how many times each quarter-filling sequence is counted.
-
-    Filling the last 2 missing checkers: every filling sequence counts. The last one: one
-    way per distinct origin of a checker reaching the missing field, counted on the first
-    sequence that brings a checker from it. Keeping a filled quarter: one way (the reference
-    lists its last sequence).
-    """
-    seqs = moves.first_listed(lists.filling, lists.candidates)
-    missing, reaching = _reaching(board, dice, lists.candidates)
-    order = lists.candidates.order  # the reference's list order: unique among `seqs`
+    """int32[N, *lanes]: on which candidates `_filled_quarter_total`'s ways are counted,
+    how many on each (for display and checking; not in the game's step)."""
+    missing, dest = _missing_for_quarter(board)
+    dest = dest.astype(jnp.int8)
+    words = _filling_sequences(lists)
+    seqs = moves.unpack(words)
+    order = moves.candidate_table(lists.candidates).order  # unique among `seqs`
+    origins, distinct = _origins(dice, dest)
+    r = lists.candidates.rows
     one_missing = jnp.zeros(seqs.shape, jnp.int32)
-    for reaches in reaching:  # 5 reductions over [N, *lanes]
-        first_seen = jnp.min(jnp.where(seqs & reaches, order, jnp.int16(moves.NO_ORDER)), axis=0)
-        one_missing += seqs & (order == first_seen)
+    for origin, counts in zip(origins, distinct):
+        reaches = seqs & moves.unpack(_reaching(r, dest, origin)) & counts
+        first_seen = jnp.min(jnp.where(reaches, order, jnp.int16(moves.NO_ORDER)), axis=0)
+        one_missing += reaches & (order == first_seen)
     last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1)), axis=0))
     ways = jnp.select([missing == 0, missing == 1, missing == 2],
                       [last, one_missing, seqs], jnp.zeros_like(seqs))
     return ways.astype(jnp.int32)
-
-
-def _filling_probes(board, dice, c: moves.Candidates, filling):
-    """What `_filled_quarter_total` needs of the filling sequences (each listed pair once):
-    whether there is one, whether one reaches the missing field from each origin, and how
-    many there are."""
-    seqs = moves.first_listed(filling, c)
-    return [seqs] + [seqs & reaches for reaches in _reaching(board, dice, c)[1]], seqs
-
-
-def _filled_quarter_total(board, found: moves.Found):
-    """int32[*lanes]: the sum over the sequences of `_filled_quarter_ways`, without finding
-    which sequence each way is counted on (what scoring needs), from what
-    `_filling_probes` found."""
-    missing, _ = _missing_for_quarter(board)
-    some_seq, *reached = found.any
-    one_missing = sum(r.astype(jnp.int32) for r in reached)
-    return jnp.select([missing == 0, missing == 1, missing == 2],
-                      [some_seq.astype(jnp.int32), one_missing, found.count], 0)
-
-
-def _probed_pairs(c: moves.Candidates):
-    """int8[4, N, *lanes]: the pairs that the last pass's probes read, as generated or as
-    listed: the probes read a pair's two moves as a set, the same in both, which differ only
-    for two bear-offs (listed lower field first). Under the GPU lowering as generated: the
-    listed pairs then stay fused into the legal mask's scatter, not a table of their own; on
-    the CPU as listed, computed in the candidates' loop anyway (random play at 1,024 games
-    ran a third slower reading the generated ones)."""
-    return c.pair if current().bounded else c.listed
-
-
-def _plays(seq, die):
-    """uint8[N, *lanes]: a move of the pairs `seq` int8[4, N, *lanes] plays `die` (either
-    move: the same for a pair as generated and as listed)."""
-    frm, to = seq[0::2], seq[1::2]  # [2, N, *lanes]: both moves of each pair
-    doable = ((to == 0) & (OFF - frm <= die)) | ((frm < to) & (to - frm == die))
-    return jnp.any(doable, axis=0).astype(jnp.uint8)
-
-
-def _roll_probes(board, dice, dice8, c: moves.Candidates, filling) -> moves.Probes:
-    """What scoring asks of the last pass over the candidates (`moves.Probes`): whether some
-    legal sequence plays each die (`dice8`: the dice, int8), and the filling sequences'
-    `_filling_probes`."""
-    any_masks, count = _filling_probes(board, dice, c, filling)
-    pairs = _probed_pairs(c)
-    return moves.Probes(in_legal=(_plays(pairs, dice8[0]), _plays(pairs, dice8[1])),
-                    any=tuple(any_masks), count=count)
-
-
-def roll_lists(board, dice) -> moves.MoveLists:
-    """The move lists of view board int[24, *lanes] and dice int[2, *lanes], as `roll_jans`
-    reads them: whether some legal sequence plays each die, and the filling sequences'
-    `_filling_probes`, found in the lists' last pass over the candidates."""
-    dice8 = (dice[0].astype(jnp.int8), dice[1].astype(jnp.int8))
-    return moves.move_lists(board, dice, functools.partial(_roll_probes, board, dice, dice8))
 
 
 # --- the jans made by a single move pair ---
@@ -320,15 +315,12 @@ def _talon_jan(shape, r: Roll, lists: moves.MoveLists, *, contre: bool):
 
 
 def _helpless_man(r: Roll, lists: moves.MoveLists):
-    """Helpless man: a die that no legal sequence plays (puissance moves play neither);
-    `lists.found`: whether some legal sequence plays each die (`roll_lists`). Its pair is
-    the first legal sequence."""
-    none = ~lists.some
-    seq = lists.candidates.listed
-    first = moves.earliest(lists.legal, lists.candidates)
-    first_seq = jnp.sum(jnp.where(first, seq, 0), axis=1, dtype=seq.dtype)  # [4, *lanes]
-    ok = none | ~lists.found.in_legal[0] | ~lists.found.in_legal[1]
-    return ok, tuple(jnp.where(none, 0, first_seq))
+    """Helpless man: a die that no legal sequence plays (puissance moves play neither).
+    Its pair is the first legal sequence."""
+    rows = lists.candidates.rows
+    plays = [moves.some_legal_in(lists, _plays(rows, die)) for die in (rows.dice[0], rows.dice[1])]
+    ok = ~lists.some | ~plays[0] | ~plays[1]
+    return ok, tuple(moves.earliest_pair(lists))
 
 
 class Jan(NamedTuple):
@@ -412,8 +404,8 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     """Jans of view board int[24, *lanes] rolled `dice` int[2, *lanes]; `roll_count` counts
     this roll.
 
-    `lists` are the move lists of the same board and dice (`roll_lists`, shared with the
-    legal mask).
+    `lists` are the move lists of the same board and dice (`moves.move_lists`, shared with
+    the legal mask).
     """
     lanes = board.shape[1:]
     r = _roll(board, dice, roll_count)
@@ -425,7 +417,7 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     hit_jan = kernel_boundary(hit_jan)
     jan = A.leading(jnp.arange(NUM_JANS), len(lanes))
     ways = present.astype(jnp.int32) + _hit_ways(hit_jan, lanes)
-    ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, lists.found), 0)
+    ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, dice, lists), 0)
     double = jnp.where(jan == HELPLESS_MAN, ~lists.some, r.v0 == r.v1)
     ways, double = kernel_boundary((ways, double))
     return RollJans(ways, _points(ways, double, lanes), hit_jan, hit_to,
@@ -437,9 +429,9 @@ def roll_outcome(board, dice, roll_count):
     """What a roll gives on view board int[24] with dice int[2] (`roll_count`: this roll's
     number): int32[2] points for [roller, opponent], bool[514] the legal Move actions and
     bool whether there is one (see `moves.decision_mask`)."""
-    lists = roll_lists(board, dice)
+    lists = moves.move_lists(board, dice)
     jans = roll_jans(board, dice, roll_count, lists)
-    return jans.points, moves.move_actions(board, dice, lists), lists.some
+    return jans.points, moves.move_actions(lists), lists.some
 
 
 def mark_points(points, holes, can_bredouille, scorer, n, opponent):
@@ -478,5 +470,6 @@ def roll_details(state, dice):
 
 @game_minor
 def _roll_details(view, dice, count):
-    lists = roll_lists(view, dice)
-    return roll_jans(view, dice, count, lists), jnp.moveaxis(lists.candidates.listed, 0, 1)
+    lists = moves.move_lists(view, dice)
+    listed = moves.candidate_table(lists.candidates).listed
+    return roll_jans(view, dice, count, lists), jnp.moveaxis(listed, 0, 1)

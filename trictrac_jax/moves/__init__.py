@@ -2,8 +2,8 @@
 
 Three concerns, one module each: the candidate set (`candidates.py`, laid out as
 `layout.py` says), the reference's three lists over it (`lists.py`), and the action index
-of their legal sequences (`actions.py`). This package exports what the rest of the engine
-and the tools use.
+of their legal sequences (`actions.py`); `table.py` unpacks the candidates one by one for
+tools. This package exports what the rest of the engine and the tools use.
 
 The reference builds its list of legal move pairs by nested loops: for each die order
 (bigger die first, then smaller die first), each own checker field for the first move and
@@ -19,25 +19,26 @@ was empty. So second slot k < 15 is the field of first slot k, k = 15 (`CHAINED_
 the first move's destination when it was empty, and k = 16 (`NO_SECOND_MOVE`) is "no
 second move"; 255 a die order instead of the 375 of a second slot per field. A 16th row
 (`layout.PUISSANCE_ROW`, a first slot that never holds a checker) holds each die order's
-candidate for taking the rest corner "par puissance": 544 candidates, the grid reshaped
-(`layout.py` says why). `Candidates.order` is the position of each candidate in the
-reference's loop order: "first in the list" is a minimum over it.
+candidate for taking the rest corner "par puissance": 544 candidates.
 
-Per-candidate arrays are int8 (fields, counts and dice are small): narrow arrays are what
-makes this fast on CPU, where the cost is proportional to the elements touched.
+A fact about the candidates, or a set of them, is a word of bits a (pass, row): bit k of
+word (p, i) is candidate (p, i, k)'s (`layout.RowWords`, uint32[2, 16, *lanes]). A set is
+128 bytes a game, "some candidate of a set" an OR of 32 words, and the reference's loop
+order the rows', then the slots' in a row: the step moves a few kilobytes a game where a
+byte a candidate moved tens. Programs that read candidates one by one (the reference's bot,
+the jans' pairs, the reasons a move is not allowed) unpack them outside the step
+(`table.candidate_table`, `layout.unpack`).
 
-Games are laid out *game-minor*: every array has the structure axes first (fields,
-candidates, ...) and then `lanes`, trailing axes shared by all arguments: none for one
-position, or one axis of games. Under `jax.vmap`, `legal_moves` and
-`scoring.roll_outcome` move the batch axis there (`lowering.game_minor`): XLA's CPU loops
-then run along contiguous games, whereas with the batch first they run along the short
-structure axes and mostly do not vectorise. For the same reason candidate masks are bytes
-(`layout.as_mask`). What every candidate reads about the position (`candidates.position`),
-the first moves, the candidates and each list are `lowering.materialised`: computed once,
-not in each loop that reads them.
+Games are laid out *game-minor*: every array has the structure axes first (fields, passes,
+rows, ...) and then `lanes`, trailing axes shared by all arguments: none for one position,
+or one axis of games. Under `jax.vmap`, `legal_moves` and `scoring.roll_outcome` move the
+batch axis there (`lowering.game_minor`): XLA's CPU loops then run along contiguous games.
+What every candidate reads about the position (`candidates.position`), the first moves,
+the candidates and each list are `lowering.materialised`: computed once, not in each loop
+that reads them.
 
-Rules of the form "if any sequence does X, only those are allowed" become reductions over
-candidates: the reference's three lists (filling, exact, legal) in `lists.py`.
+Rules of the form "if any sequence does X, only those are allowed" become ORs over the
+candidates' words: the reference's three lists (filling, exact, legal) in `lists.py`.
 
 Everything is on the mover's view board (see board.py).
 """
@@ -45,14 +46,18 @@ Everything is on the mover's view board (see board.py).
 from trictrac_jax.moves.actions import (CHECKERS, FIRST_MOVE, GO, ORDER_ACTIONS, decision_mask,
                                         decode, encode, legal_action_mask, legal_moves,
                                         move_actions)
-from trictrac_jax.moves.candidates import Candidates, can_take_corner_by_effect, candidates
-from trictrac_jax.moves.layout import NO_ORDER, NUM_CANDIDATES, PASS_OF, PASS_SIZE
-from trictrac_jax.moves.lists import (Found, MoveLists, Probes, earliest, first_listed, member,
-                                      move_lists, no_probes)
+from trictrac_jax.moves.candidates import (Candidates, CandidateRows, can_take_corner_by_effect,
+                                           candidates)
+from trictrac_jax.moves.layout import (NO_ORDER, NUM_CANDIDATES, PASS_OF, PASS_SIZE, RowWords,
+                                       any_set, count_set, keep, pack, unpack, word_of)
+from trictrac_jax.moves.lists import (MoveLists, earliest_pair, first_listed, member,
+                                      move_lists, same_listed, some_legal_in)
+from trictrac_jax.moves.table import CandidateTable, candidate_table
 
 __all__ = ["CHECKERS", "FIRST_MOVE", "GO", "ORDER_ACTIONS", "NO_ORDER", "NUM_CANDIDATES",
-           "PASS_OF", "PASS_SIZE", "Candidates", "Found", "MoveLists", "Probes",
-           "can_take_corner_by_effect", "candidates", "decision_mask", "decode", "earliest",
-           "encode", "first_listed",
-           "legal_action_mask", "legal_moves", "member", "move_actions", "move_lists",
-           "no_probes"]
+           "PASS_OF", "PASS_SIZE", "CandidateRows", "CandidateTable", "Candidates",
+           "MoveLists", "RowWords", "any_set", "can_take_corner_by_effect", "candidate_table",
+           "candidates", "count_set", "decision_mask", "decode", "earliest_pair", "encode",
+           "first_listed", "keep", "legal_action_mask", "legal_moves", "member",
+           "move_actions", "move_lists", "pack", "same_listed", "some_legal_in", "unpack",
+           "word_of"]

@@ -5,14 +5,17 @@ first) + CHECKERS x (first checker) + second checker.
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax.board import NUM_FIELDS, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lowering import game_minor, materialised
-from trictrac_jax.moves.layout import NUM_CANDIDATES, lanes_of
+from trictrac_jax.lowering import current, game_minor, kernel_boundary, materialised
+from trictrac_jax.moves.candidates import Candidates
+from trictrac_jax.moves.layout import (BELOW_ROW, CHAINED_SLOT, FIRST_SLOTS, NO_SECOND,
+                                       NO_SECOND_MOVE, NUM_FIRST, PUISSANCE_ROW, ROW_BIT, U32,
+                                       RowWords, against, keep, lanes_of, transposed)
 from trictrac_jax.moves.lists import MoveLists, move_lists
 from trictrac_jax.state import NUM_ACTIONS
 
@@ -24,7 +27,7 @@ ORDER_ACTIONS = CHECKERS * CHECKERS
 def encode(dice, pair, ordinal):
     """Action index int32[...] of move pairs int[4, ...] (component-major) with dice
     int[2, *lanes]; `ordinal` int[2, ...]: the own checkers on fields up to each move's
-    origin (`Candidates.listed_ordinal`).
+    origin (`CandidateTable.listed_ordinal`).
 
     The reference infers which die the first move used from the pair: the distance of a
     normal move, the other die when only the second move is normal, and for two bear-offs
@@ -45,29 +48,98 @@ def encode(dice, pair, ordinal):
             + checker2.astype(jnp.int32))
 
 
+def _by_ordinal(word, ordinal_bits):
+    """uint32[...]: for each bit k < 15 set in `word`, the bit `ordinal_bits[k]` ([15,
+    *lanes]: one bit a slot, per game)."""
+    out = U32(0)
+    for k in range(NUM_FIRST):
+        out |= keep((word >> k) & 1 == 1, ordinal_bits[k])
+    return out
+
+
 @materialised
-def _listed_actions(lists: MoveLists, dropped) -> jax.Array:
-    """int32[N, *lanes]: the action index of each legal candidate, `dropped` for the
-    others. Materialised: fused into the scatter's flat index loop, it ran element by
-    element on the CPU; apart, over [N, games], it vectorises."""
-    c = lists.candidates
-    return jnp.where(lists.legal, encode(c.dice, c.listed, c.listed_ordinal), dropped)
+def _second_checkers(c: Candidates, legal: RowWords):
+    """uint32[2, 15, *lanes]: per die order and first slot, the legal sequences' second
+    checkers as bits (bit n: checker n).
+
+    A legal candidate's action is (order, first checker, second checker): the order is the
+    pass's die order except for a first move bearing off alone (the bigger die's) and two
+    bear-offs (the bigger die's, the smaller's from one field); a double exit listed
+    swapped is the transposed candidate's action (`encode`)."""
+    r = c.rows
+    lanes = lanes_of(legal)
+    v0 = r.dice[0]
+    hi, lo = jnp.maximum(r.dice[0], r.dice[1]), jnp.minimum(r.dice[0], r.dice[1])
+    row_bit, below_row = against(ROW_BIT, lanes), against(BELOW_ROW, lanes)
+    double = legal & c.double_exit
+    double = (double & ~c.swapped) | transposed(double & c.swapped)
+    first_exits = (r.to == 0) & (r.field > 0)
+    alone_exit = keep(first_exits, NO_SECOND) & legal & ~c.double_exit
+    normal = legal & ~c.double_exit & ~alone_exit
+    # The second checker's number is its slot's ordinal, one less from the first move's
+    # slot up (its checker left) except from the first move's destination up (one arrived:
+    # no slot below the first move's lies there). So a row's bits go to their ordinals
+    # (`_by_ordinal`), those of one range shifted down by one.
+    at_or_above = FIRST_SLOTS & ~below_row  # slots k >= i
+    one_less = at_or_above & ~keep(r.to > 0, FIRST_SLOTS & ~r.below_to)
+    ordinal_bits = U32(1) << r.ordinal[:NUM_FIRST].astype(U32)
+
+    orders = []
+    for order in (0, 1):
+        in_order = lambda die: (die != v0) == bool(order)
+        single = (keep(in_order(jnp.stack([hi, lo]))[:, None], normal)
+                  | keep(in_order(hi), alone_exit))
+        two_exits = keep(in_order(hi), double & ~row_bit) | keep(in_order(lo), double & row_bit)
+        word = single | two_exits  # (disjoint; two bear-offs have no destination, so from
+        # the first move's slot up every second checker is one less)
+        shifted = (single & one_less) | (two_exits & at_or_above)
+        chained = keep((word >> CHAINED_SLOT) & 1 == 1, U32(1) << r.chained_ordinal.astype(U32))
+        chained |= (word >> NO_SECOND_MOVE) & 1  # no second move: checker 0
+        # (a slot's ordinal is the same in both passes: their words are ORed first)
+        either = lambda x: x[0, :NUM_FIRST] | x[1, :NUM_FIRST]
+        orders.append(_by_ordinal(either(word & ~shifted), ordinal_bits)
+                      | (_by_ordinal(either(word & shifted), ordinal_bits) >> 1)
+                      | either(chained))
+    return jnp.stack(orders)
 
 
-def move_actions(board, dice, lists: MoveLists):
-    """bool[514, *lanes]: the Move actions of the legal sequences in `lists`.
+@materialised
+def _checker_words(seconds, ordinal):
+    """uint32[32, *lanes]: per (die order, first checker), the second checkers of the legal
+    sequences as bits: each first slot's word at its first checker (a sum: the slots' first
+    checkers are distinct, and a slot with no legal bit adds nothing)."""
+    lanes = ordinal.shape[1:]
+    checkers = A.leading(np.arange(CHECKERS), 1 + len(lanes)).astype(ordinal.dtype)
+    at = jnp.where(ordinal[None, :NUM_FIRST] == checkers, seconds[:, None], U32(0))
+    return jnp.sum(at, axis=2, dtype=U32).reshape((2 * CHECKERS,) + lanes)
 
-    The scatter writes games first (one flat index per candidate; out of range, dropped,
-    for those not listed), as the state's mask is laid out: the transpose back to games
-    last here and `game_minor`'s transpose to games first cancel, where a mask written
-    games last is transposed by a kernel of its own."""
-    lanes = lanes_of(board, 1)
-    games = int(np.prod(lanes))
-    action = _listed_actions(lists, NUM_ACTIONS * games).reshape(NUM_CANDIDATES, games)
-    flat = action + NUM_ACTIONS * jnp.arange(games)
-    mask = jnp.zeros(games * NUM_ACTIONS, bool).at[flat.ravel()].set(
-        True, mode="drop", wrap_negative_indices=False)
-    return jnp.moveaxis(mask.reshape(lanes + (NUM_ACTIONS,)), -1, 0) if lanes else mask
+
+def move_actions(lists: MoveLists):
+    """bool[514, *lanes]: the Move actions of the legal sequences of `lists`: each row's
+    legal bits moved to their second checkers' places, one 16-bit word a die order and
+    first checker, then the bits as the mask.
+
+    Under the CPU lowering the mask is built games first, as the state's is laid out: the
+    transpose back to games last here and `game_minor`'s to games first cancel, where a
+    mask built games last is transposed by a loop of its own (`Lowering.mask_games_first`)."""
+    c, legal = lists.candidates, lists.legal
+    r = c.rows
+    lanes = lanes_of(legal)
+    # apart: fused into the mask's kernel, each of its 514 entries a game recomputed them
+    words = kernel_boundary(_checker_words(_second_checkers(c, legal), r.ordinal))
+    puissance = ((legal[0, PUISSANCE_ROW] | legal[1, PUISSANCE_ROW]) & 1) == 1
+    puissance_action = encode(r.dice, r.puis_pair, r.puis_ordinal)
+    checkers = np.arange(CHECKERS, dtype=np.uint32)
+    if current().mask_games_first:
+        moves = ((jnp.moveaxis(words, 0, -1)[..., None] >> checkers) & 1) == 1  # [*lanes, 32, 16]
+        mask = jnp.concatenate([jnp.zeros(lanes + (FIRST_MOVE,), bool),
+                                moves.reshape(lanes + (2 * ORDER_ACTIONS,))], axis=-1)
+        mask |= (np.arange(NUM_ACTIONS) == puissance_action[..., None]) & puissance[..., None]
+        return jnp.moveaxis(mask, -1, 0)
+    moves = ((words[:, None] >> against(checkers, lanes)) & 1) == 1  # [32, 16, *lanes]
+    mask = jnp.concatenate([jnp.zeros((FIRST_MOVE,) + lanes, bool),
+                            moves.reshape((2 * ORDER_ACTIONS,) + lanes)])
+    return mask | ((against(np.arange(NUM_ACTIONS), lanes) == puissance_action) & puissance)
 
 
 @game_minor
@@ -75,7 +147,7 @@ def legal_moves(board, dice):
     """bool[514]: the Move actions of the legal sequences of view board int[24] with dice
     int[2] (the decision's mask before `decision_mask`), and whether there is one."""
     lists = move_lists(board, dice)
-    return move_actions(board, dice, lists), lists.some
+    return move_actions(lists), lists.some
 
 
 def decode(board, dice, action):

@@ -1,9 +1,24 @@
 """The candidate set: every move pair the reference's loops could list for one position and
-roll, with the facts about it that the lists read (`Candidates`).
+roll, with the facts about it that the lists read, as words (`Candidates`).
 
-What every candidate reads about the position (`position`) and the first moves are
-`lowering.materialised`, as are the candidates themselves: computed once, not in each loop
-that reads them. Everything is on the mover's view board (board.py).
+A fact about candidate (p, i, k) is bit k of word (p, i) (layout.py). What a second move
+reads is per (pass, second slot) on the position's board, corrected per row only where the
+first move changes it:
+
+* its own checkers: the first move's origin loses one (its bit cleared when it held one),
+  its destination gains one; the own corner's guard (leaving it with exactly two) holds
+  per row from the corner's count after the first move;
+* where it lands: the first move's origin loses an own checker and its destination gains
+  one, neither of which makes a field the opponent's, so "not blocked" is per pass;
+* the chained slot (the first move's destination when it was empty) and "no second move"
+  are per row;
+* the pair rules, the exits and the twins combine the first move's facts (per row) with
+  the second's (per pass and slot) by word operations; "the second move starts where the
+  first ended" is one bit a row (`layout.slot_bit`).
+
+The position (`position`), the first moves and the candidates are `lowering.materialised`:
+computed once, not in each loop that reads them. Everything is on the mover's view board
+(board.py).
 """
 from __future__ import annotations
 
@@ -15,14 +30,12 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
-from trictrac_jax.board import LAST_QUARTER, NO_FIELD, NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lowering import lookup, materialised, materialising
-from trictrac_jax.moves.layout import (CHAINED_SLOT, GRID, NO_ORDER, NO_SECOND_MOVE, NUM_FIRST,
-                                       NUM_PASSES, NUM_ROWS, NUM_SLOTS, PUISSANCE_ROW,
-                                       REFERENCE_PASS_SIZE, REFERENCE_SECONDS,
-                                       CandidateMask, Pairs, PerCandidate, PerFirstMove, PerSlot,
-                                       as_mask, each_second, lanes_of, other_pass, per_first,
-                                       per_second, to_flat)
+from trictrac_jax.board import LAST_QUARTER, NO_FIELD, OFF, OPP_CORNER, OWN_CORNER
+from trictrac_jax.lowering import lookup, materialised
+from trictrac_jax.moves.layout import (ALL, BELOW_ROW, CHAINED, IS_PUISSANCE_ROW, NO_SECOND,
+                                       NUM_FIRST, NUM_PASSES, NUM_ROWS, NUM_SLOTS, ROW_BIT, U32,
+                                       PerGame, PerRow, PerSlot, RowWords, against, keep,
+                                       slot_bit, slots_below, word_of)
 
 
 def _quarter_of(field):
@@ -134,7 +147,7 @@ class FirstMoves(NamedTuple):
 
 
 @materialised
-def first_moves(p: Position, field, count, moved_from: PerFirstMove) -> FirstMoves:
+def first_moves(p: Position, field, count, moved_from: PerRow) -> FirstMoves:
     """The first move from each own field `field` int8[16, *lanes] (the first slots' and the
     puissance row's, which holds no checker) holding `count`, with the first die of each
     pass (`moved_from`: `field` per pass). Materialised like the `Position`: every second
@@ -179,86 +192,8 @@ def _after_first(p: Position, field, count, to, landing):
     return short, jnp.where(filled & (spare < none), spare, lowest)
 
 
-class SecondMoves(NamedTuple):
-    """The second move from each second slot after each first move: [2, 16, 17, *lanes]."""
 
-    field: jnp.ndarray  # int8: its origin (0: none)
-    count: jnp.ndarray  # int8: the own checkers there after the first move
-    landing: jnp.ndarray  # int8: the checkers where it lands, after the first move
-    ok: jnp.ndarray  # bool: possible, or no second move (NO_SECOND_MOVE)
-    to: jnp.ndarray  # int8: its destination (0: none or borne off)
-    exceeding: jnp.ndarray  # bool: it bears off with an exceeding number
-
-
-def _slot_is(slot, lanes):
-    """bool[17, *lanes (as 1s)]: the second slot is `slot`."""
-    return A.leading(np.arange(NUM_SLOTS) == slot, len(lanes))
-
-
-def _second_origins(p: Position, first: FirstMoves, moved, new_field, chained):
-    """(field, count) int8[2, 16, 17, *lanes]: where each second move starts and its own
-    checkers after the first move (`moved`: the first move moved a checker; `new_field`:
-    it arrived on an empty field, the chained slot's origin)."""
-    lanes = lanes_of(p.board, 1)
-    arrived = moved & (p.slot_field == per_first(first.moved_to)) & (p.slot_field > 0)
-    left = moved & A.leading(np.eye(NUM_ROWS, NUM_SLOTS, dtype=bool), len(lanes))
-    field = jnp.where(chained, per_first(jnp.where(new_field, first.moved_to, 0)),
-                      p.slot_field)
-    count = jnp.where(chained, per_first(new_field),
-                      p.slot_count - left + arrived).astype(jnp.int8)
-    return field, count
-
-
-def _second_landing(p: Position, first: FirstMoves, moved_from, moved, field, chained):
-    """int8[2, 16, 17, *lanes]: the checkers where each second move from `field` lands:
-    from the board's shifted by its die, corrected by the first move (cheaper than
-    reading them off the 30 boards after a first move)."""
-    lanes = lanes_of(p.board, 1)
-    landing_at_to = jnp.sum(
-        jnp.where(A.leading(B.FIELDS, 2 + len(lanes)) == first.moved_to[None],
-                  p.ahead_b[:, :, None], 0), axis=0, dtype=jnp.int8)
-    before = jnp.where(chained, per_first(landing_at_to),
-                       per_second(_at_slots(p.in_slot, p.ahead_b)))
-    land = field + p.die_b[:, None, None]
-    return (before - (moved & (land == per_first(moved_from)))
-            + (moved & (land == per_first(first.moved_to))))
-
-
-def second_moves(p: Position, first: FirstMoves, moved_from: PerFirstMove) -> SecondMoves:
-    """The second move from each second slot after each first move: the field, its checkers
-    and those where it lands, from the position corrected by the first move. The slot
-    NO_SECOND_MOVE has no field, hence no move."""
-    lanes = lanes_of(p.board, 1)
-    new_field = (first.moved_to > 0) & (first.landing == 0)
-    chained = _slot_is(CHAINED_SLOT, lanes)
-    moved = per_first(moved_from > 0)
-    field, count = _second_origins(p, first, moved, new_field, chained)
-    landing = _second_landing(p, first, moved_from, moved, field, chained)
-    ok, to, exceeding = _single_moves(field, count, p.die_b[:, None, None], landing,
-                                      p.forbid, guard_corner=True)
-    to = jnp.where(field > 0, to, 0)
-    return SecondMoves(field, count, landing, ok | _slot_is(NO_SECOND_MOVE, lanes), to,
-                       exceeding)
-
-
-# --- rules on a pair ---
-
-def _breaks_own_corner(p: Position, pair: Pairs) -> PerCandidate:
-    """bool[N, *lanes]: the own corner is taken other than with two checkers at once, or
-    left other than with its last two at once."""
-    f0, t0, f1, t1 = pair
-    bad = (t0 == OWN_CORNER) | (t1 == OWN_CORNER)
-    bad &= (t0 != t1) & (p.corner == 0)
-    return bad | (((f0 == OWN_CORNER) | (f1 == OWN_CORNER)) & (f0 != f1) & (p.corner == 2)
-                  & (t0 != OWN_CORNER) & (t1 != OWN_CORNER))
-
-
-def _on_opp_corner(pair: Pairs) -> PerCandidate:
-    """bool[N, *lanes]: a move ends on the opponent's corner, other than as the rest of a
-    tout d'une."""
-    f0, t0, f1, t1 = pair
-    return (t1 == OPP_CORNER) | ((t0 == OPP_CORNER) & (t0 != f1))
-
+# --- the puissance pair ---
 
 def _in_opp_fillable(p: Position, field):
     """bool[...]: `field` is in a quarter the opponent can still fill (only quarters 3 and
@@ -267,21 +202,6 @@ def _in_opp_fillable(p: Position, field):
                                             p.opp_fillable[2])
 
 
-def _plays_in_opp_quarter(p: Position, pair: Pairs) -> PerCandidate:
-    """bool[N, *lanes]: a move ends in a quarter the opponent can still fill (a tout d'une
-    only rests on its way)."""
-    f0, t0, f1, t1 = pair
-    chained = (f1 != 0) & (t0 == f1)
-    return (~chained & _in_opp_fillable(p, t0)) | _in_opp_fillable(p, t1)
-
-
-def _pair_rules(p: Position, pair: Pairs) -> PerCandidate:
-    """bool[N, *lanes]: the rules on a pair that do not depend on other sequences: the two
-    corners and the opponent's quarters. (Taking the corner par puissance when it can be
-    taken by effect is excluded by `_puissance_pair`: no other candidate is a puissance
-    move.)"""
-    bad = _breaks_own_corner(p, pair) | _on_opp_corner(pair)
-    return ~(bad | _plays_in_opp_quarter(p, pair))
 
 
 def can_take_corner_by_effect(board, dice):
@@ -302,165 +222,275 @@ def _puissance_pair(board, dice):
     return jnp.stack([lo, twelve, hi, twelve]), exists & ~can_take_corner_by_effect(board, dice)
 
 
-def _fills(board, short, second: SecondMoves, puis_pair) -> PerCandidate:
-    """bool[N, *lanes]: a quarter is filled after the candidate's pair.
 
-    Counted per quarter as fields holding fewer than 2 checkers after the first move
-    (`short`, [4, 2, 15, *lanes]); the second move can only make its origin short (from 2
-    checkers) or its destination full (from 1 checker). This avoids building a board per
-    candidate.
-    """
-    leaves = (second.count == 2)[None] & _quarter_of(second.field)
-    arrives = ((second.landing == 1) & (second.to > 0))[None] & _quarter_of(second.to)
-    after2 = short[:, :, :, None] + leaves - arrives  # [4, 2, 15, 17, *lanes]
-    full = A.fold(jnp.logical_or, after2 == 0) & second.ok
-    puissance_board = B.apply_move(B.apply_move(board, puis_pair[0], puis_pair[1]),
-                                   puis_pair[2], puis_pair[3])
-    return to_flat(full, A.fold(jnp.logical_or, B.quarter_filled(puissance_board)))
+# --- the second moves, per pass and second slot ---
+
+class SecondSlots(NamedTuple):
+    """The second move from each second slot that is an own field, on the position's
+    board: [2, 15, *lanes] (pass, slot) unless said."""
+
+    field: PerSlot  # int8[15]: the slot's field (0: none)
+    to: jax.Array  # int8: its destination (0: none or borne off)
+    raw: jax.Array  # int8: field + die (OFF and beyond: borne off)
+    landing: jax.Array  # int8: the checkers where it lands
+    reachable: jax.Array  # bool: not blocked, and not a bear-off this roll forbids
 
 
-def _not_farthest(p: Position, pair: Pairs, far_after_first: PerCandidate, die0,
-                  die1) -> PerCandidate:
-    """bool[N, *lanes]: with `die0` for the first move and `die1` for the second, a checker
-    borne off with an exceeding number is not the farthest (before the first move for the
-    first, after it for the second)."""
-    f0, t0, f1, t1 = pair
-    dist0 = jnp.where(t0 == 0, OFF, t0) - f0
-    dist1 = jnp.where(t1 == 0, OFF, t1) - f1
-    exceed0 = (dist0 != 0) & (dist0 < die0)
-    exceed1 = (dist1 != 0) & (dist1 < die1)
-    return (exceed0 & (f0 != p.farthest)) | (exceed1 & (f1 != far_after_first))
+def _second_slots(p: Position) -> SecondSlots:
+    field = p.slot_field[:NUM_FIRST]
+    raw = field[None] + p.die_b[:, None]
+    landing = jnp.swapaxes(jnp.sum(jnp.where(p.in_slot[:NUM_FIRST, :, None], p.ahead_b[None], 0),
+                                   axis=1, dtype=jnp.int8), 0, 1)
+    reachable = (landing >= 0) & ~((raw >= OFF) & p.forbid) & (field[None] > 0)
+    return SecondSlots(field, jnp.where((field[None] > 0) & (raw < OFF), raw, 0), raw, landing,
+                       reachable)
 
 
-def _exit_rules(p: Position, pair: Pairs, single_first: PerCandidate,
-                far_after_first: PerCandidate) -> tuple[PerCandidate, PerCandidate]:
-    """The parts of the bear-off rule that look at the pair alone: two bool[N, *lanes].
+class Chained(NamedTuple):
+    """The chained slot's second move, per pass and row: [2, 16, *lanes]."""
 
-    * every own checker must be in the last quarter, except a single checker that the
-      first move brings there;
-    * a checker borne off with an exceeding number must be the farthest one, in one of
-      the two die orders.
-    """
-    f0, t0, f1, t1 = pair
-    carried_in = (f0 < LAST_QUARTER) & single_first & (t0 > LAST_QUARTER - 1)
-    outside_ok = p.outside - carried_in == 0
-    farthest_ok = ~(_not_farthest(p, pair, far_after_first, p.dice[0], p.dice[1])
-                    & _not_farthest(p, pair, far_after_first, p.dice[1], p.dice[0]))
-    return outside_ok, farthest_ok
+    new_field: PerRow  # bool: the first move arrived on an empty field (the slot's origin)
+    raw: PerRow  # int8: its destination + die
+    landing: PerRow  # int8: the checkers there (on the position's board)
+    ok: PerRow  # bool: possible
+    to: PerRow  # int8: its destination (0: none or borne off)
 
 
-# --- the candidates ---
+def _chained(p: Position, first: FirstMoves) -> Chained:
+    new_field = (first.moved_to > 0) & (first.landing == 0)
+    raw = first.moved_to + p.die_b[:, None]
+    landing = B.at_field(p.board, jnp.where(raw < OFF, raw, 0))
+    ok = new_field & jnp.where(raw >= OFF, ~p.forbid, landing >= 0)
+    return Chained(new_field, raw, landing, ok, jnp.where(new_field & (raw < OFF), raw, 0))
+
+
+def _second_possible(p: Position, first: FirstMoves, second: SecondSlots, chained: Chained,
+                     count, occupied_fields) -> RowWords:
+    """The second move is possible after the first (or there is none): from a slot still
+    holding an own checker, not the own corner left with exactly two."""
+    lanes = p.board.shape[1:]
+    row_bit = against(ROW_BIT, lanes)
+    occupied = word_of(p.slot_count[:NUM_FIRST] > 0, 0)
+    emptied = keep(count == 1, row_bit)
+    corner_bit = slot_bit(occupied_fields, jnp.full(lanes, OWN_CORNER))
+    field = p.slot_field[:NUM_ROWS]
+    corner_after = (p.corner - (field == OWN_CORNER).astype(jnp.int8)
+                    + (first.moved_to == OWN_CORNER))
+    guarded = keep(corner_after == 2, corner_bit)
+    from_slots = word_of(second.reachable, 1)[:, None] & occupied & ~emptied & ~guarded
+    return from_slots | keep(chained.ok, CHAINED) | NO_SECOND
+
+
+def _breaks_pair_rules(p: Position, first: FirstMoves, second: SecondSlots, chained: Chained,
+                       occupied_fields) -> RowWords:
+    """The rules on a pair that no other sequence changes: the own corner taken other than
+    with two checkers at once or left other than with its last two at once; a move ending on
+    the opponent's corner, other than as the rest of a tout d'une; a move ending in a
+    quarter the opponent can still fill (a tout d'une only rests on its way)."""
+    to, field = first.to, p.slot_field[:NUM_ROWS]
+    t0_12, t0_13 = to == OWN_CORNER, to == OPP_CORNER
+    f0_12 = jnp.broadcast_to(field == OWN_CORNER, to.shape)
+    f1, t1 = second.field, second.to
+    from_chained = lambda field: keep(chained.new_field & (first.moved_to == field), CHAINED)
+    lands_12 = word_of(t1 == OWN_CORNER, 1)[:, None] | keep(chained.to == OWN_CORNER, CHAINED)
+    lands_13 = word_of(t1 == OPP_CORNER, 1)[:, None] | keep(chained.to == OPP_CORNER, CHAINED)
+    in_opp = (word_of(_in_opp_fillable(p, t1), 1)[:, None]
+              | keep(_in_opp_fillable(p, chained.to), CHAINED))
+    leaves_12 = word_of(f1 == OWN_CORNER, 0) | from_chained(OWN_CORNER)
+    leaves_13 = word_of(f1 == OPP_CORNER, 0) | from_chained(OPP_CORNER)
+    continues = slot_bit(occupied_fields, to) | keep(chained.new_field, CHAINED)
+    flip = lambda cond, word: jnp.where(cond, ~word, word)
+    bad = keep(p.corner == 0, flip(t0_12, lands_12))
+    bad |= keep((p.corner == 2) & ~t0_12, flip(f0_12, leaves_12) & ~lands_12)
+    bad |= lands_13 | keep(t0_13, ~leaves_13)
+    return bad | keep(_in_opp_fillable(p, to), ~continues) | in_opp
+
+
+def _fills(p: Position, first: FirstMoves, second: SecondSlots, chained: Chained, count,
+           occupied_fields) -> RowWords:
+    """A quarter is filled after the pair: per quarter, the second moves that leave one of
+    its fields short (from 2 checkers after the first move) and those that fill one (onto
+    1), against the fields the first move left short (`first.short`); filled when they
+    cancel out."""
+    lanes = p.board.shape[1:]
+    row_bit = against(ROW_BIT, lanes)
+    field = p.slot_field[:NUM_ROWS]
+    moved_from = jnp.broadcast_to(field, first.to.shape)
+    die_b = p.die_b[:, None]
+    two = word_of(p.slot_count[:NUM_FIRST] == 2, 0)
+    dest_bit = slot_bit(occupied_fields, first.moved_to)
+    two_after = ((two & ~row_bit & ~dest_bit) | keep(count == 3, row_bit)
+                 | keep(first.landing == 1, dest_bit))
+    one = word_of(second.landing == 1, 1)[:, None]  # lands on a single own checker
+    from_origin = slot_bit(occupied_fields, moved_from - die_b)
+    onto_dest = slot_bit(occupied_fields, first.moved_to - die_b)
+    one_after = ((one & ~from_origin & ~onto_dest) | keep(count == 2, from_origin)
+                 | keep(first.landing == 0, onto_dest))
+    f1, t1 = second.field, second.to
+    fills = U32(0)
+    for q in range(4):
+        in_q = lambda f: (f > 0) & ((f - 1) // 6 == q)
+        leaves = two_after & word_of(in_q(f1), 0)
+        arrives = ((one_after & word_of(in_q(t1), 1)[:, None])
+                   | keep(in_q(chained.to) & (chained.landing == 1), CHAINED))
+        short = first.short[q]
+        fills |= keep(short == 0, ~(leaves ^ arrives)) | keep(short == 1, arrives & ~leaves)
+    return fills
+
+
+class Exits(NamedTuple):
+    """What the bear-off rules read, as words (unmasked)."""
+
+    exceeding: RowWords  # a move bears off with an exceeding number
+    has_exit: RowWords  # a move bears off
+    both_exit: RowWords  # both moves bear off
+    outside_ok: RowWords  # every own checker in the last quarter, except a single checker
+    # that the first move brings there
+    farthest_ok: RowWords  # a checker borne off with an exceeding number is the farthest
+    # (before the first move for the first, after it for the second), in one die order
+
+
+def _exits(p: Position, first: FirstMoves, second: SecondSlots, chained: Chained, count,
+           occupied_fields) -> Exits:
+    field, to = p.slot_field[:NUM_ROWS], first.to
+    f1, t1 = second.field, second.to
+    second_exits = (word_of((second.raw >= OFF) & (f1[None] > 0), 1)[:, None]
+                    | keep(chained.new_field & (chained.raw >= OFF), CHAINED))
+    first_exits = (to == 0) & (field > 0)
+    exceeding = (keep(first.exceeding, ALL) | word_of((second.raw > OFF) & (f1[None] > 0), 1)[:, None]
+                 | keep(chained.new_field & (chained.raw > OFF), CHAINED))
+    carried_in = (field < LAST_QUARTER) & (count == 1) & (to > LAST_QUARTER - 1)
+    dist0 = jnp.where(to == 0, OFF, to) - field
+    dist1 = jnp.where(t1 == 0, OFF, t1) - f1[None]  # (no field: 25, never short)
+    chained_dist = jnp.where(chained.to == 0, OFF, chained.to) - first.moved_to
+    far_bit = (slot_bit(occupied_fields, first.farthest)
+               | keep(chained.new_field & (first.farthest == first.moved_to), CHAINED))
+    not_farthest = []
+    for die0, die1 in ((p.dice[0], p.dice[1]), (p.dice[1], p.dice[0])):
+        short0 = (dist0 != 0) & (dist0 < die0) & (field != p.farthest)
+        short1 = (word_of((dist1 != 0) & (dist1 < die1[None]), 1)[:, None]
+                  | keep(chained.new_field & (chained_dist != 0) & (chained_dist < die1),
+                         CHAINED))
+        not_farthest.append(keep(short0, ALL) | (short1 & ~far_bit))
+    return Exits(exceeding, keep(first_exits, ALL) | second_exits,
+                 keep(first_exits, second_exits), keep(p.outside - carried_in == 0, ALL),
+                 ~(not_farthest[0] & not_farthest[1]))
+
+
+def _twin_same(first: FirstMoves, second: SecondSlots, chained: Chained) -> RowWords:
+    """uint32[1, 16, *lanes]: the candidate and its twin (same slots, the other pass) list
+    the same pair: both moves land on the same fields (the chained slots of the two passes
+    start from the same field only for doubles, where the first moves land alike too)."""
+    to, t1 = first.to, second.to
+    same_t1 = (word_of(t1[0] == t1[1], 0) | keep(chained.to[0] == chained.to[1], CHAINED)
+               | NO_SECOND)
+    return keep(to[0] == to[1], same_t1)[None]
+
+
+class CandidateRows(NamedTuple):
+    """What names each candidate's pair and action: its first move is its row's, its second
+    its slot's (the chained slot's per row) ([..., *lanes])."""
+
+    dice: jax.Array  # int8[2]
+    field: jax.Array  # int8[16]: each row's first field (0: none, the puissance row)
+    to: PerRow  # int8: the first move's destination (0: borne off)
+    moved_to: PerRow  # int8: the destination of a possible first move, 0 otherwise
+    new_field: PerRow  # bool: it arrived on an empty field, the chained slot's origin
+    chained_to: PerRow  # int8: the chained slot's destination (0: none or borne off)
+    second_field: PerSlot  # int8[15]: the field of each second slot that is an own field
+    second_to: jax.Array  # int8[2, 15]: its destination per pass (0: none or borne off)
+    ordinal: jax.Array  # int32[17]: own checkers up to each slot's field (0: no field)
+    chained_ordinal: PerRow  # int32: own checkers up to the first move's destination
+    below_to: PerRow  # uint32: the slots whose field is below the first move's destination
+    occupied_fields: PerGame  # uint32: bit f - 1 for each own field f
+    puis_pair: jax.Array  # int8[4]: the puissance pair (lower field first)
+    puis_ordinal: jax.Array  # int32[2]: own checkers up to each of its origins
+
 
 class Candidates(NamedTuple):
-    """Every candidate move pair of one position and roll; arrays are [..., N, *lanes].
-    Masks are uint8 0/1 (see `as_mask`)."""
+    """Every candidate move pair of one position and roll: the facts that the lists read,
+    words uint32[2, 16, *lanes] (bit k of (p, i): candidate (p, i, k)), each kept where the
+    lists read it; and the rows that name the pairs."""
 
-    # Pairs are component-major, [4, N, *lanes] (rows from1, to1, from2, to2; 0 = none /
-    # borne off).
-    pair: Pairs  # int8[4, N, *lanes]: the pair as generated
-    listed: Pairs  # int8[4, N, *lanes]: the pair as the reference lists it (swapped)
-    # uint8: both moves possible (exceeding numbers allowed), and the corner and
-    # opponent-quarter rules hold (one mask: every list reads the three together)
-    possible: CandidateMask
-    exceeding: CandidateMask  # uint8: a move bears off with an exceeding number
-    fills: CandidateMask  # uint8: after the pair a quarter is filled
-    has_exit: CandidateMask  # uint8: a move bears off
-    exit_outside_ok: CandidateMask  # uint8: bear-off rule, all checkers in the last quarter
-    exit_farthest_ok: CandidateMask  # uint8: bear-off rule, exceeding numbers on the farthest
-    is_full: CandidateMask  # uint8: two moves (or the puissance pair)
-    # Which candidates list the same pair (see `_same_listed`):
-    twin_same: CandidateMask  # uint8: the twin (same slots, other pass) lists the same pair
-    double_exit: CandidateMask  # uint8: both moves bear off (listed lower field first)
-    swapped: CandidateMask  # uint8: listed != pair (a double exit listed in the other order)
-    # int8[2, N, *lanes]: for each move of the listed pair, the own checkers on fields up to
-    # its origin before the pair (the reference numbers checkers by that count)
-    listed_ordinal: jax.Array
-    order: PerCandidate  # int16: position in the reference's loop (unique among valid ones)
-    dice: jax.Array  # int8[2, *lanes]: the roll, game-minor (`Position.dice`)
+    possible: RowWords  # both moves possible (exceeding numbers allowed), and the corner
+    # and opponent-quarter rules hold (one set: every list reads the three together)
+    fills: RowWords  # after the pair a quarter is filled (where possible)
+    exceeding: RowWords  # a move bears off with an exceeding number (where possible)
+    has_exit: RowWords  # a move bears off (where possible)
+    exit_outside_ok: RowWords  # bear-off rule: all checkers in the last quarter (where
+    # possible and bearing off)
+    exit_farthest_ok: RowWords  # bear-off rule: exceeding numbers on the farthest (where
+    # possible and bearing off)
+    # Which candidates list the same pair (`lists.same_listed`):
+    twin_same: RowWords  # the twin lists the same pair (where both are possible)
+    double_exit: RowWords  # both moves bear off, listed lower field first (where possible)
+    swapped: RowWords  # a double exit listed in the other order (where possible)
+    rows: CandidateRows
 
 
-def _pairs(first: FirstMoves, second: SecondMoves, moved_from: PerFirstMove,
-           puis_pair) -> Pairs:
-    """int8[4, N, *lanes]: each candidate's pair (from1, to1, from2, to2)."""
-    lanes = lanes_of(moved_from, 2)
-    return jnp.stack([to_flat(each_second(moved_from, lanes), puis_pair[0]),
-                      to_flat(each_second(first.to, lanes), puis_pair[1]),
-                      to_flat(second.field, puis_pair[2]), to_flat(second.to, puis_pair[3])])
+class Puissance(NamedTuple):
+    """The pair that takes the own corner par puissance, per game."""
+
+    pair: jax.Array  # int8[4, *lanes]: lower field first
+    possible: PerGame  # uint32: 1 when it is (bit 0 of the puissance row)
+    fills: PerGame  # uint32: 1 when it is and fills a quarter
 
 
-def _ordinals(p: Position, first: FirstMoves, moved_from: PerFirstMove, puis_pair,
-              chained) -> jax.Array:
-    """int8[2, N, *lanes]: for each move of each pair, the own checkers on fields up to its
-    origin (the second on the board after the first move)."""
-    cum = B.cumulative_checkers(p.board).astype(jnp.int8)
-    slot_ordinal = lookup(cum, p.slot_field)  # [17, *lanes]
-    first_ordinal = jnp.broadcast_to(slot_ordinal[:NUM_ROWS], moved_from.shape)
-    return jnp.stack([
-        to_flat(each_second(first_ordinal, lanes_of(moved_from, 2)), lookup(cum, puis_pair[0])),
-        to_flat(jnp.where(chained, per_first(lookup(cum, first.moved_to)), slot_ordinal),
-                 lookup(cum, puis_pair[2]))])
+def _puissance(p: Position) -> Puissance:
+    """(The pair rules always hold for it: it takes the empty own corner with two checkers
+    at once from fields below 12, and lands in no quarter the opponent can fill.)"""
+    pair, ok = _puissance_pair(p.board, p.dice)
+    possible = keep(ok, U32(1))
+    after = B.apply_move(B.apply_move(p.board, pair[0], pair[1]), pair[2], pair[3])
+    return Puissance(pair, possible, keep(A.fold(jnp.logical_or, B.quarter_filled(after)),
+                                          possible))
 
 
-def _reference_order(second_field: PerSlot, no_second) -> PerCandidate:
-    """int16[N, *lanes]: each candidate's position in the reference's loop: per pass, per
-    first slot, the second fields 1..24 then "no second move", and the puissance pair
-    (the puissance row's other entries, never possible: NO_ORDER)."""
-    lanes = lanes_of(second_field, 3)
-    pass_start = np.arange(2, dtype=np.int16) * REFERENCE_PASS_SIZE
-    first_slot = np.arange(NUM_ROWS, dtype=np.int16)[:, None]
-    reference = A.leading(pass_start[:, None, None] + first_slot * REFERENCE_SECONDS, len(lanes))
-    second = jnp.where(no_second, NUM_FIELDS, second_field.astype(jnp.int16) - 1)
-    in_row = A.leading(np.arange(NUM_ROWS)[:, None] != PUISSANCE_ROW, len(lanes))
-    return to_flat(jnp.where(in_row, reference + second, jnp.int16(NO_ORDER)),
-                   A.leading(pass_start + REFERENCE_PASS_SIZE - 1, len(lanes)))
-
-
-def _candidate_masks(p: Position, first: FirstMoves, second: SecondMoves, pair, count,
-                     moved_from, puis_pair, puis_ok):
-    """The rule masks of `Candidates` (as bool, by field name) of the pairs `pair`; `count`:
-    own checkers on each first move's field."""
-    lanes = lanes_of(moved_from, 2)
-    f0, t0, f1, t1 = pair
-    far_after_first = to_flat(each_second(first.farthest, lanes), 0)
-    single_first = to_flat(each_second(jnp.broadcast_to(count == 1, moved_from.shape), lanes),
-                            B.at_field(p.board, puis_pair[0]) == 1)
-    outside_ok, farthest_ok = _exit_rules(p, pair, single_first, far_after_first)
-    return dict(
-        possible=(to_flat(each_second(first.ok, lanes) & second.ok, puis_ok)
-                  & _pair_rules(p, pair)),
-        exceeding=to_flat(per_first(first.exceeding) | second.exceeding, False),
-        has_exit=((t0 == 0) & (f0 != 0)) | ((t1 == 0) & (f1 != 0)),
-        exit_outside_ok=outside_ok, exit_farthest_ok=farthest_ok,
-        is_full=to_flat(jnp.broadcast_to(~_slot_is(NO_SECOND_MOVE, lanes), GRID + lanes),
-                         True),
-        fills=_fills(p.board, first.short, second, puis_pair),
-        # (the chained slots of the two passes start from the same field only for doubles,
-        # where t0 is the same too)
-        twin_same=(other_pass(t0) == t0) & (other_pass(t1) == t1))
+def _candidate_rows(p: Position, first: FirstMoves, second: SecondSlots, chained: Chained,
+                    occupied_fields, puis_pair) -> CandidateRows:
+    cum = B.cumulative_checkers(p.board)
+    to = first.to
+    return CandidateRows(
+        dice=p.dice, field=p.slot_field[:NUM_ROWS], to=to, moved_to=first.moved_to,
+        new_field=chained.new_field, chained_to=chained.to, second_field=second.field,
+        second_to=second.to,
+        ordinal=jnp.where(p.slot_field > 0, A.prefix_sum(p.slot_count.astype(jnp.int32)), 0),
+        chained_ordinal=lookup(cum, first.moved_to),
+        below_to=jnp.where(to > 0, slots_below(occupied_fields, to), ALL),
+        occupied_fields=occupied_fields, puis_pair=puis_pair,
+        puis_ordinal=jnp.stack([lookup(cum, puis_pair[0]), lookup(cum, puis_pair[2])]))
 
 
 @materialised
-@materialising
 def candidates(board, dice) -> Candidates:
     """All candidates for view board int[24, *lanes] and dice int[2, *lanes]; materialised:
     each list reads them."""
     p = position(board, dice)
-    lanes = lanes_of(p.board, 1)
-    # the first slots' fields and counts, and the puissance row's (slot 15: none)
-    first_field, first_count = p.slot_field[:NUM_ROWS], p.slot_count[:NUM_ROWS]
-    moved_from = jnp.broadcast_to(first_field, (NUM_PASSES,) + first_field.shape)
-    first = first_moves(p, first_field, first_count, moved_from)
-    second = second_moves(p, first, moved_from)
-    puis_pair, puis_ok = _puissance_pair(p.board, p.dice)
-    pair = _pairs(first, second, moved_from, puis_pair)
-    f0, t0, f1, t1 = pair
-    double_exit = (t0 == 0) & (t1 == 0) & (f0 != 0) & (f1 != 0)
-    swapped = double_exit & (f1 < f0)
-    ordinal = _ordinals(p, first, moved_from, puis_pair, _slot_is(CHAINED_SLOT, lanes))
-    masks = _candidate_masks(p, first, second, pair, first_count, moved_from, puis_pair,
-                             puis_ok)
-    masks.update(double_exit=double_exit, swapped=swapped)
-    return Candidates(pair=pair, listed=jnp.where(swapped, jnp.stack([f1, t1, f0, t0]), pair),
-                      order=_reference_order(second.field, _slot_is(NO_SECOND_MOVE, lanes)),
-                      listed_ordinal=jnp.where(swapped, ordinal[::-1], ordinal), dice=p.dice,
-                      **{name: as_mask(x) for name, x in masks.items()})
+    lanes = p.board.shape[1:]
+    field, count = p.slot_field[:NUM_ROWS], p.slot_count[:NUM_ROWS]
+    first = first_moves(p, field, count, jnp.broadcast_to(field, (NUM_PASSES,) + field.shape))
+    second = _second_slots(p)
+    chained = _chained(p, first)
+    occupied_fields = word_of(p.board > 0, 0)
+    second_ok = _second_possible(p, first, second, chained, count, occupied_fields)
+    bad = _breaks_pair_rules(p, first, second, chained, occupied_fields)
+    possible = keep(first.ok, second_ok & ~bad) & ALL
+    fills = _fills(p, first, second, chained, count, occupied_fields) & possible
+    exits = _exits(p, first, second, chained, count, occupied_fields)
+    has_exit = exits.has_exit & possible
+    double_exit = exits.both_exit & possible
+    puissance = _puissance(p)
+    row_is_puissance = against(IS_PUISSANCE_ROW, lanes)
+    in_rows = lambda word, at_puissance=U32(0): jnp.where(row_is_puissance, at_puissance, word)
+    at_puissance = puissance.possible[None, None]
+    possible = in_rows(possible, at_puissance)
+    twin_same = _twin_same(first, second, chained) & possible & possible[::-1]
+    return Candidates(
+        possible=possible, fills=in_rows(fills, puissance.fills[None, None]),
+        exceeding=in_rows(exits.exceeding & possible), has_exit=in_rows(has_exit),
+        exit_outside_ok=in_rows(exits.outside_ok & has_exit),
+        exit_farthest_ok=in_rows(exits.farthest_ok & has_exit),
+        twin_same=in_rows(twin_same, at_puissance),
+        double_exit=in_rows(double_exit),
+        swapped=in_rows(double_exit & against(BELOW_ROW, lanes)),
+        rows=_candidate_rows(p, first, second, chained, occupied_fields, puissance.pair))

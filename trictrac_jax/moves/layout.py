@@ -1,16 +1,18 @@
-"""The candidates' layout: their grid, its flat order, and the shapes of their arrays.
+"""The candidates' layout: one 32-bit word a (pass, row), bit k for second slot k.
 
-A candidate is (pass p, first slot i, second slot k), p in {0, 1}, i in 0..14, k in 0..16
-(see the package's docstring), or the puissance candidate of a pass. The grid has one row
-more than the first slots: row 15 (`PUISSANCE_ROW`), a first slot that never holds a
-checker, whose entry at second slot 0 is the pass's puissance candidate (its other entries
-are never possible). Arrays over the candidates are [N, *lanes], the grid's [2, 16, 17,
-*lanes] reshaped (pass, then row, then second slot); `lanes` are the trailing game axes.
+A candidate is (pass p, row i, second slot k), p in {0, 1}, i in 0..15, k in 0..16 (see
+the package's docstring); row 15 (`PUISSANCE_ROW`), a first slot that never holds a
+checker, holds each pass's puissance candidate at bit 0 (its other bits are never set).
+A set of candidates, or a fact about them, is a `RowWords`, uint32[2, 16, *lanes]: bit k
+of word (p, i) is candidate (p, i, k)'s. So a set is 128 bytes a game where a byte a
+candidate is 544, sets combine with & | ~, "some candidate of a set" is an OR of its 32
+words, and the reference's loop order is the rows' order, then the slots' within a row.
 
-The flat array is the grid reshaped so that a kernel reading both loads the same bytes at
-the same index, four games a load: a puissance entry joined to each pass by a pad and a
-select (or a concatenation) made XLA's GPU kernels read every flat array a byte at a time,
-its address computed for each (`python -m experiments.move_kernels --joins`).
+Constants here are numpy arrays over the structure axes only; `against(x, lanes)` gives
+them the trailing unit axes of `lanes` (the games) to broadcast.
+
+Tools that read candidates one at a time unpack a set (`unpack`) to the flat order
+(pass, row, second slot): [N, *lanes], N = 544 (`moves.table`).
 """
 from __future__ import annotations
 
@@ -21,95 +23,118 @@ import numpy as np
 from trictrac_jax import arrays as A
 from trictrac_jax.board import NUM_FIELDS
 
-# Shape-named types of the candidates' arrays (all `jax.Array`; `lanes`: the games).
-PerGame = jax.Array  # [*lanes]: one value a game
-PerCandidate = jax.Array  # [N, *lanes]: one value a candidate, in the flat order
-CandidateMask = jax.Array  # uint8[N, *lanes]: 0/1 a candidate (`as_mask`)
-PerSlot = jax.Array  # [2, 16, 17, *lanes]: one value a (pass, row, second slot)
-PerFirstMove = jax.Array  # [2, 16, *lanes]: one value a (pass, row): the first slots and
-# the puissance row
+# Shape-named types (all `jax.Array`; `lanes`: the games' trailing axes, none for one).
+RowWords = jax.Array  # uint32[2, 16, *lanes]: bit k of (p, i) is candidate (p, i, k)
+PerRow = jax.Array  # [2, 16, *lanes]: one value a (pass, row)
+PerSlot = jax.Array  # [15, *lanes]: one value a second slot that is an own field
+PerGame = jax.Array  # [*lanes]
+CandidateMask = jax.Array  # bool[N, *lanes]: one entry a candidate, flat order (tools)
 Pairs = jax.Array  # int8[4, N, *lanes]: (from1, to1, from2, to2) a candidate, 0 = none / off
 
+U32 = jnp.uint32
 NUM_PASSES, NUM_FIRST = 2, 15
 CHAINED_SLOT, NO_SECOND_MOVE = NUM_FIRST, NUM_FIRST + 1  # second slots after the 15 own fields
 NUM_SLOTS = NUM_FIRST + 2
-PUISSANCE_ROW = NUM_FIRST  # the grid's row after the first slots: the puissance candidate
+PUISSANCE_ROW = NUM_FIRST  # the row after the first slots: the puissance candidate (bit 0)
 NUM_ROWS = NUM_FIRST + 1
 GRID = (NUM_PASSES, NUM_ROWS, NUM_SLOTS)  # (pass, row, second slot)
 PASS_SIZE = NUM_ROWS * NUM_SLOTS
 NUM_CANDIDATES = NUM_PASSES * PASS_SIZE
-# The pass of each candidate in the flat order, and the puissance candidates on the grid.
-PASS_OF = np.repeat(np.arange(NUM_PASSES), PASS_SIZE)
-IS_PUISSANCE = np.zeros(GRID, bool)
-IS_PUISSANCE[:, PUISSANCE_ROW, 0] = True
+PASS_OF = np.repeat(np.arange(NUM_PASSES), PASS_SIZE)  # each candidate's pass, flat order
 # The reference's loop runs over 24 second fields + "none" per first field, then puissance.
 REFERENCE_SECONDS = NUM_FIELDS + 1
 REFERENCE_PASS_SIZE = NUM_FIRST * REFERENCE_SECONDS + 1
-NO_ORDER = 2**15 - 1  # after every `Candidates.order` (int16)
+NO_ORDER = 2**15 - 1  # after every candidate's place in the reference's loop (int16)
+
+# Words over the structure axes (numpy: no JAX computation at import).
+ALL = np.uint32((1 << NUM_SLOTS) - 1)  # every second slot
+FIRST_SLOTS = np.uint32((1 << NUM_FIRST) - 1)  # the second slots that are own fields
+CHAINED = np.uint32(1 << CHAINED_SLOT)
+NO_SECOND = np.uint32(1 << NO_SECOND_MOVE)
+_ROWS = np.arange(NUM_ROWS)
+IS_PUISSANCE_ROW = _ROWS == PUISSANCE_ROW  # [16]
+ROW_BIT = np.where(_ROWS < NUM_FIRST, 1 << np.minimum(_ROWS, 31), 0).astype(np.uint32)  # [16]:
+# the bit of the row's own field as a second slot
+BELOW_ROW = np.where(ROW_BIT > 0, ROW_BIT - 1, 0).astype(np.uint32)  # [16]: slots k < i
+FULL = np.where(IS_PUISSANCE_ROW, 1, ALL & ~NO_SECOND).astype(np.uint32)  # [16]: two moves
+# (every slot but "no second move"; the puissance pair)
+SINGLE = np.where(IS_PUISSANCE_ROW, 0, NO_SECOND).astype(np.uint32)  # [16]: a move alone
+FIRST_PASS = np.array([[ALL], [0]], np.uint32)  # [2, 1]: the bigger die first
+IS_FULL = ((np.broadcast_to(FULL, GRID[:2])[:, :, None] >> np.arange(NUM_SLOTS)) & 1
+           ).reshape(-1) == 1  # bool[N]: FULL, one entry a candidate
 
 
-def lanes_of(x, structure_ndim):
-    return x.shape[structure_ndim:]
+def against(x, lanes):
+    """A structure-axes constant `x` with the unit axes of `lanes` after it."""
+    return A.leading(np.asarray(x), len(lanes))
 
 
-def as_mask(x) -> CandidateMask:
-    """A candidate mask as uint8 0/1. Masks stay bytes from here on (combined with & | ^,
-    reduced with max): XLA's CPU loops vectorise byte arrays, not bool ones."""
-    return jnp.asarray(x).astype(jnp.uint8)
+def lanes_of(words: RowWords):
+    return words.shape[2:]
 
 
-def mask_not(mask):
-    return mask ^ 1
+def word_of(bits, axis):
+    """uint32[...]: bool `bits` packed along `axis` (bit k = entry k; at most 32)."""
+    shape = [1] * bits.ndim
+    shape[axis] = bits.shape[axis]
+    weights = (U32(1) << jnp.arange(bits.shape[axis], dtype=U32)).reshape(shape)
+    return jnp.sum(jnp.where(bits, weights, U32(0)), axis=axis, dtype=U32)
 
 
-def other_pass(x: PerCandidate) -> PerCandidate:
-    """[N, *lanes]: each candidate's value at its twin, the same slots in the other pass."""
-    per_pass = x.reshape((NUM_PASSES, PASS_SIZE) + x.shape[1:])
-    return per_pass[::-1].reshape(x.shape)
+def keep(cond, word):
+    """`word` where `cond`, else 0 (they broadcast together)."""
+    return jnp.where(cond, word, U32(0))
 
 
-def transposed(grid: PerSlot) -> PerSlot:
-    """[2, 16, 17, *lanes] -> the same: the value of the candidate with first and second
-    slots swapped (False where either is no first slot: second slots >= 15, the puissance
-    row)."""
-    inner = jnp.swapaxes(grid[:, :NUM_FIRST, :NUM_FIRST], 1, 2)
-    pad = [(0, 0)] * grid.ndim
-    pad[1], pad[2] = (0, NUM_ROWS - NUM_FIRST), (0, NUM_SLOTS - NUM_FIRST)
-    return jnp.pad(inner, pad)
+def any_set(words: RowWords) -> PerGame:
+    """bool[*lanes]: some bit of `words` is set. An OR of the 32 words written out, not a
+    reduction: on a GPU a reduction with the games minor is a kernel of few blocks into
+    which XLA fuses the words' whole computation."""
+    return A.fold(jnp.bitwise_or, words.reshape((-1,) + lanes_of(words))) != 0
 
 
-def to_flat(per_slot: PerSlot, per_pass) -> PerCandidate:
-    """[2, 16, 17, *lanes] per (pass, row, second slot) + per pass ([2, *lanes] or
-    broadcasting to it: the puissance candidates' values) -> [N, *lanes]."""
-    lanes = lanes_of(per_slot, 3)
-    per_pass = jnp.broadcast_to(per_pass, (NUM_PASSES,) + lanes).astype(per_slot.dtype)
-    grid = jnp.where(A.leading(IS_PUISSANCE, len(lanes)), per_pass[:, None, None], per_slot)
-    return grid.reshape((NUM_CANDIDATES,) + lanes)
+def count_set(words: RowWords) -> PerGame:
+    """int32[*lanes]: how many bits of `words` are set."""
+    return jnp.sum(jax.lax.population_count(words), axis=(0, 1), dtype=jnp.int32)
 
 
-def to_slots(flat: PerCandidate) -> tuple[PerSlot, jax.Array]:
-    """Inverse of `to_flat`: [N, *lanes] -> ([2, 16, 17, *lanes], [2, *lanes])."""
-    grid = flat.reshape(GRID + lanes_of(flat, 1))
-    return grid, grid[:, PUISSANCE_ROW, 0]
+def transposed(words: RowWords) -> RowWords:
+    """uint32[2, 16, *lanes]: bit k of row i is bit i of row k, for own fields i, k < 15
+    (the candidate with its first and second slots swapped; nothing elsewhere)."""
+    lanes = lanes_of(words)
+    shifts = jnp.arange(NUM_FIRST, dtype=U32).reshape((1, 1, NUM_FIRST) + (1,) * len(lanes))
+    bits = (words[:, :NUM_FIRST, None] >> shifts) & 1  # [2, 15 (k), 15 (i), *lanes]
+    rows = word_of(bits > 0, 1)  # [2, 15 (i), *lanes]
+    return jnp.pad(rows, [(0, 0), (0, NUM_ROWS - NUM_FIRST)] + [(0, 0)] * len(lanes))
 
 
-def per_first(x):
-    """[2, 16, *lanes] per row -> [2, 16, 1, *lanes], against the second slots."""
-    return x[:, :, None]
+def lowest_bit(word):
+    """int32[...]: the index of the lowest set bit of `word` (32 when none)."""
+    return jax.lax.population_count((word & (~word + U32(1))) - U32(1)).astype(jnp.int32)
 
 
-def each_second(x: PerFirstMove, lanes) -> PerSlot:
-    """[2, 16, *lanes] per row -> [2, 16, 17, *lanes]: the same for each second slot."""
-    return jnp.broadcast_to(per_first(x), GRID + lanes)
+def slot_bit(occupied_fields, field):
+    """uint32[...]: the bit of the second slot holding `field` (int, 0..24), 0 when no own
+    checker is there; `occupied_fields`: bit f - 1 set for each own field f."""
+    f = jnp.clip(field, 1, NUM_FIELDS).astype(U32)
+    below = occupied_fields & ((U32(1) << f - 1) - 1)
+    held = (field > 0) & (((occupied_fields >> (f - 1)) & 1) == 1)
+    return keep(held, U32(1) << jax.lax.population_count(below))
 
 
-def per_second(x):
-    """[2, 17, *lanes] per second slot -> [2, 1, 17, *lanes], against the rows."""
-    return x[:, None]
+def slots_below(occupied_fields, field):
+    """uint32[...]: the bits of the second slots whose field is below `field` (1..24)."""
+    f = jnp.clip(field, 1, NUM_FIELDS).astype(U32)
+    return (U32(1) << jax.lax.population_count(occupied_fields & ((U32(1) << f - 1) - 1))) - 1
 
 
-def in_first_pass(like):
-    """uint8[N, 1, ...]: the candidates of the first pass (bigger die first), to broadcast
-    against `like` [N, *lanes]."""
-    return as_mask(A.leading(PASS_OF == 0, like.ndim - 1))
+def unpack(words: RowWords) -> CandidateMask:
+    """bool[N, *lanes]: the candidates of `words`, in the flat order (pass, row, slot)."""
+    lanes = lanes_of(words)
+    shifts = jnp.arange(NUM_SLOTS, dtype=U32).reshape((1, 1, NUM_SLOTS) + (1,) * len(lanes))
+    return ((words[:, :, None] >> shifts) & 1).reshape((NUM_CANDIDATES,) + lanes) == 1
 
+
+def pack(mask: CandidateMask) -> RowWords:
+    """uint32[2, 16, *lanes]: the inverse of `unpack`."""
+    return word_of(mask.reshape(GRID + mask.shape[1:]) > 0, 2)

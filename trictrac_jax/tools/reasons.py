@@ -29,7 +29,8 @@ import jax
 import numpy as np
 
 from trictrac_jax import board as B
-from trictrac_jax.moves import PASS_OF, move_lists
+from trictrac_jax.moves import PASS_OF, candidate_table, move_lists, unpack
+from trictrac_jax.moves.layout import IS_FULL
 from trictrac_jax.state import State
 
 Move = tuple[int, int]  # (from, to) on the mover's view; to 0: borne off
@@ -59,21 +60,21 @@ class Lists(NamedTuple):
 def _lists(state: State):
     view = B.view_board(state._board, state.current_player)
     lists = move_lists(view, state._dice)
-    return lists, view, B.opp_fillable_quarters(view)
+    c = lists.candidates
+    words = dict(possible=c.possible, fills=c.fills, exits=c.has_exit,
+                 exit_outside_ok=c.exit_outside_ok, exit_farthest_ok=c.exit_farthest_ok,
+                 filling=lists.filling, exact=lists.exact, legal=lists.legal)
+    masks = {name: unpack(w) for name, w in words.items()}
+    return candidate_table(c).pair, masks, view, B.opp_fillable_quarters(view)
 
 
 def candidate_lists(state: State) -> Lists:
     """The `Lists` of a decision state (one jitted call, then numpy)."""
-    lists, view, fillable = jax.device_get(_lists(state))
-    c = lists.candidates
+    pairs, masks, view, fillable = jax.device_get(_lists(state))
     moves = [tuple((int(f), int(t)) for f, t in ((p[0], p[1]), (p[2], p[3])) if f)
-             for p in np.asarray(c.pair).T]
-    flag = lambda x: np.asarray(x).astype(bool)
-    return Lists(moves=moves, possible=flag(c.possible), fills=flag(c.fills),
-                 exits=flag(c.has_exit), exit_outside_ok=flag(c.exit_outside_ok),
-                 exit_farthest_ok=flag(c.exit_farthest_ok), full=flag(c.is_full),
-                 first_pass=PASS_OF == 0,
-                 filling=flag(lists.filling), exact=flag(lists.exact), legal=flag(lists.legal),
+             for p in np.asarray(pairs).T]
+    return Lists(moves=moves, **{name: np.asarray(m) for name, m in masks.items()},
+                 full=IS_FULL, first_pass=PASS_OF == 0,
                  board=tuple(int(n) for n in view), dice=tuple(int(d) for d in state._dice),
                  opp_fillable=tuple(bool(q) for q in fillable))
 
