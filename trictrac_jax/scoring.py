@@ -18,7 +18,8 @@ from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax.board import NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
 from trictrac_jax.lowering import game_minor, kernel_boundary, lookup
-from trictrac_jax.moves.layout import ALL, CHAINED, IS_PUISSANCE_ROW, against, slot_bit
+from trictrac_jax.moves.layout import (ALL, CHAINED, IS_PUISSANCE_ROW, against,
+                                       second_move_word, slot_bit)
 
 # Jan indices, in the reference's declaration order (the rows of `JAN_TABLE`).
 (FILLED_QUARTER, TRUE_HIT_SMALL, TRUE_HIT_BIG, TRUE_HIT_CORNER, FIRST_TO_EXIT, SIX_TABLES,
@@ -123,14 +124,12 @@ def _origins(dice, dest):
     return origins, distinct
 
 
-def _pair_words(r: moves.CandidateRows, first, second, chained, puissance) -> moves.RowWords:
-    """The candidates whose pair has a move with a fact that holds for the first move
-    (`first`, bool[2, 16, *lanes]), for the second, as words of slots (`second`, uint32[2,
-    *lanes] per pass or [2, 16, *lanes] per row), from the chained slot (`chained`, bool[2,
-    16, *lanes]), or for the puissance pair (`puissance`, bool[*lanes])."""
+def _pair_words(r: moves.CandidateRows, first, second, puissance) -> moves.RowWords:
+    """The candidates whose pair has a move with a fact: the first move (`first`, bool[2,
+    16, *lanes]), the second (`second`, its word: `layout.second_move_word`), the
+    puissance pair (`puissance`, bool[*lanes])."""
     lanes = r.occupied_fields.shape
-    second = second if second.ndim == 2 + len(lanes) else second[:, None]
-    words = moves.keep(first, ALL) | second | moves.keep(r.new_field & chained, CHAINED)
+    words = moves.keep(first, ALL) | second
     return jnp.where(against(IS_PUISSANCE_ROW, lanes), moves.keep(puissance, np.uint32(1)),
                      words & ALL)
 
@@ -142,8 +141,8 @@ def _plays(r: moves.CandidateRows, die) -> moves.RowWords:
         return moved & (((to == 0) & (OFF - frm <= die)) | ((frm < to) & (to - frm == die)))
     f1, pp = r.second_field[None], r.puis_pair
     return _pair_words(r, plays(r.field, r.to, r.field > 0),
-                       moves.word_of(plays(f1, r.second_to, f1 > 0), 1),
-                       plays(r.moved_to, r.chained_to, True),
+                       second_move_word(plays(f1, r.second_to, f1 > 0),
+                                        r.new_field & plays(r.moved_to, r.chained_to, True)),
                        plays(pp[0], pp[1], True) | plays(pp[2], pp[3], True))
 
 
@@ -156,18 +155,27 @@ def _reaching(r: moves.CandidateRows, dest, origin) -> moves.RowWords:
     from_slot = moves.word_of(lands & (r.second_field[None] == origin), 1)[:, None]
     continues = slot_bit(r.occupied_fields, t0)  # [2, 16, *lanes]
     second = ((from_slot & ~continues)
-              | (continues & moves.keep(f0 == origin, moves.word_of(lands, 1)[:, None])))
+              | (continues & moves.keep(f0 == origin, moves.word_of(lands, 1)[:, None]))
+              | moves.keep(r.new_field & (r.chained_to == dest) & (f0 == origin), CHAINED))
     pp = r.puis_pair
     tout_dune = pp[1] == pp[2]
     puissance = (((pp[1] == dest) & (pp[0] == origin))
                  | ((pp[3] == dest) & (jnp.where(tout_dune, pp[0], pp[2]) == origin)))
-    return _pair_words(r, (t0 == dest) & (f0 == origin), second,
-                       (r.chained_to == dest) & (f0 == origin), puissance)
+    return _pair_words(r, (t0 == dest) & (f0 == origin), second, puissance)
 
 
-def _filling_sequences(lists: moves.MoveLists) -> moves.RowWords:
-    """The quarter-filling sequences, each listed pair once."""
-    return moves.first_listed(lists.filling, lists.candidates)
+def _filling_reaches(board, dice, lists: moves.MoveLists):
+    """(missing, seqs, reaching): the checkers missing from the quarter being filled
+    (`_missing_for_quarter`), the quarter-filling sequences (each listed pair once), and
+    for each distinct origin of a checker that can reach the missing field, (those of
+    `seqs` that bring one from it, bool[*lanes]: the origin counts)."""
+    missing, dest = _missing_for_quarter(board)
+    dest = dest.astype(jnp.int8)  # narrow, as the candidates' rows
+    seqs = moves.first_listed(lists.filling, lists.candidates)
+    r = lists.candidates.rows
+    origins, distinct = _origins(dice, dest)
+    return missing, seqs, [(seqs & _reaching(r, dest, origin), counts)
+                           for origin, counts in zip(origins, distinct)]
 
 
 def _filled_quarter_total(board, dice, lists: moves.MoveLists):
@@ -175,13 +183,9 @@ def _filled_quarter_total(board, dice, lists: moves.MoveLists):
     filling sequence counts. The last one: one way per distinct origin of a checker reaching
     the missing field (on the first sequence that brings one from it). Keeping a filled
     quarter: one way (the reference lists its last sequence)."""
-    missing, dest = _missing_for_quarter(board)
-    dest = dest.astype(jnp.int8)  # narrow, as the candidates' rows
-    seqs = _filling_sequences(lists)
-    origins, distinct = _origins(dice, dest)
-    r = lists.candidates.rows
-    one_missing = sum((moves.any_set(seqs & _reaching(r, dest, origin))
-                       & counts).astype(jnp.int32) for origin, counts in zip(origins, distinct))
+    missing, seqs, reaching = _filling_reaches(board, dice, lists)
+    one_missing = sum((moves.any_set(reaches) & counts).astype(jnp.int32)
+                      for reaches, counts in reaching)
     return jnp.select([missing == 0, missing == 1, missing == 2],
                       [moves.any_set(seqs).astype(jnp.int32), one_missing,
                        moves.count_set(seqs)], 0)
@@ -190,16 +194,12 @@ def _filled_quarter_total(board, dice, lists: moves.MoveLists):
 def _filled_quarter_ways(board, dice, lists: moves.MoveLists):
     """int32[N, *lanes]: on which candidates `_filled_quarter_total`'s ways are counted,
     how many on each (for display and checking; not in the game's step)."""
-    missing, dest = _missing_for_quarter(board)
-    dest = dest.astype(jnp.int8)
-    words = _filling_sequences(lists)
+    missing, words, reaching = _filling_reaches(board, dice, lists)
     seqs = moves.unpack(words)
     order = moves.candidate_table(lists.candidates).order  # unique among `seqs`
-    origins, distinct = _origins(dice, dest)
-    r = lists.candidates.rows
     one_missing = jnp.zeros(seqs.shape, jnp.int32)
-    for origin, counts in zip(origins, distinct):
-        reaches = seqs & moves.unpack(_reaching(r, dest, origin)) & counts
+    for reach_words, counts in reaching:
+        reaches = moves.unpack(reach_words) & counts
         first_seen = jnp.min(jnp.where(reaches, order, jnp.int16(moves.NO_ORDER)), axis=0)
         one_missing += reaches & (order == first_seen)
     last = seqs & (order == jnp.max(jnp.where(seqs, order, jnp.int16(-1)), axis=0))

@@ -50,9 +50,9 @@ from trictrac_jax.moves.candidates import (Candidates, CandidateRows, can_take_c
                                            candidates)
 from trictrac_jax.moves.layout import (NO_ORDER, NUM_CANDIDATES, PASS_OF, PASS_SIZE, RowWords,
                                        any_set, count_set, keep, pack, unpack, word_of)
-from trictrac_jax.moves.lists import (MoveLists, earliest_pair, first_listed, member,
-                                      move_lists, same_listed, some_legal_in)
-from trictrac_jax.moves.table import CandidateTable, candidate_table
+from trictrac_jax.moves.lists import (MoveLists, first_listed, member, move_lists, same_listed,
+                                      some_legal_in)
+from trictrac_jax.moves.table import CandidateTable, candidate_table, earliest_pair
 
 __all__ = ["CHECKERS", "FIRST_MOVE", "GO", "ORDER_ACTIONS", "NO_ORDER", "NUM_CANDIDATES",
            "PASS_OF", "PASS_SIZE", "CandidateRows", "CandidateTable", "Candidates",

@@ -70,6 +70,7 @@ def _second_checkers(c: Candidates, legal: RowWords):
     lanes = lanes_of(legal)
     v0 = r.dice[0]
     hi, lo = jnp.maximum(r.dice[0], r.dice[1]), jnp.minimum(r.dice[0], r.dice[1])
+    die_a = jnp.stack([hi, lo])  # each pass's first die
     row_bit, below_row = against(ROW_BIT, lanes), against(BELOW_ROW, lanes)
     double = legal & c.double_exit
     double = (double & ~c.swapped) | transposed(double & c.swapped)
@@ -87,7 +88,7 @@ def _second_checkers(c: Candidates, legal: RowWords):
     orders = []
     for order in (0, 1):
         in_order = lambda die: (die != v0) == bool(order)
-        single = (keep(in_order(jnp.stack([hi, lo]))[:, None], normal)
+        single = (keep(in_order(die_a)[:, None], normal)
                   | keep(in_order(hi), alone_exit))
         two_exits = keep(in_order(hi), double & ~row_bit) | keep(in_order(lo), double & row_bit)
         word = single | two_exits  # (disjoint; two bear-offs have no destination, so from

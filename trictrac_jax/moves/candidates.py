@@ -35,7 +35,7 @@ from trictrac_jax.lowering import lookup, materialised
 from trictrac_jax.moves.layout import (ALL, BELOW_ROW, CHAINED, IS_PUISSANCE_ROW, NO_SECOND,
                                        NUM_FIRST, NUM_PASSES, NUM_ROWS, NUM_SLOTS, ROW_BIT, U32,
                                        PerGame, PerRow, PerSlot, RowWords, against, keep,
-                                       slot_bit, slots_below, word_of)
+                                       second_move_word, slot_bit, slots_below, word_of)
 
 
 def _quarter_of(field):
@@ -291,13 +291,12 @@ def _breaks_pair_rules(p: Position, first: FirstMoves, second: SecondSlots, chai
     t0_12, t0_13 = to == OWN_CORNER, to == OPP_CORNER
     f0_12 = jnp.broadcast_to(field == OWN_CORNER, to.shape)
     f1, t1 = second.field, second.to
-    from_chained = lambda field: keep(chained.new_field & (first.moved_to == field), CHAINED)
-    lands_12 = word_of(t1 == OWN_CORNER, 1)[:, None] | keep(chained.to == OWN_CORNER, CHAINED)
-    lands_13 = word_of(t1 == OPP_CORNER, 1)[:, None] | keep(chained.to == OPP_CORNER, CHAINED)
-    in_opp = (word_of(_in_opp_fillable(p, t1), 1)[:, None]
-              | keep(_in_opp_fillable(p, chained.to), CHAINED))
-    leaves_12 = word_of(f1 == OWN_CORNER, 0) | from_chained(OWN_CORNER)
-    leaves_13 = word_of(f1 == OPP_CORNER, 0) | from_chained(OPP_CORNER)
+    lands = lambda field: second_move_word(t1 == field, chained.to == field)
+    leaves = lambda field: second_move_word(
+        f1 == field, chained.new_field & (first.moved_to == field))
+    lands_12, lands_13 = lands(OWN_CORNER), lands(OPP_CORNER)
+    leaves_12, leaves_13 = leaves(OWN_CORNER), leaves(OPP_CORNER)
+    in_opp = second_move_word(_in_opp_fillable(p, t1), _in_opp_fillable(p, chained.to))
     continues = slot_bit(occupied_fields, to) | keep(chained.new_field, CHAINED)
     flip = lambda cond, word: jnp.where(cond, ~word, word)
     bad = keep(p.corner == 0, flip(t0_12, lands_12))
@@ -354,11 +353,12 @@ def _exits(p: Position, first: FirstMoves, second: SecondSlots, chained: Chained
            occupied_fields) -> Exits:
     field, to = p.slot_field[:NUM_ROWS], first.to
     f1, t1 = second.field, second.to
-    second_exits = (word_of((second.raw >= OFF) & (f1[None] > 0), 1)[:, None]
-                    | keep(chained.new_field & (chained.raw >= OFF), CHAINED))
+    moves = f1[None] > 0
+    second_exits = second_move_word((second.raw >= OFF) & moves,
+                                    chained.new_field & (chained.raw >= OFF))
     first_exits = (to == 0) & (field > 0)
-    exceeding = (keep(first.exceeding, ALL) | word_of((second.raw > OFF) & (f1[None] > 0), 1)[:, None]
-                 | keep(chained.new_field & (chained.raw > OFF), CHAINED))
+    exceeding = keep(first.exceeding, ALL) | second_move_word(
+        (second.raw > OFF) & moves, chained.new_field & (chained.raw > OFF))
     carried_in = (field < LAST_QUARTER) & (count == 1) & (to > LAST_QUARTER - 1)
     dist0 = jnp.where(to == 0, OFF, to) - field
     dist1 = jnp.where(t1 == 0, OFF, t1) - f1[None]  # (no field: 25, never short)
@@ -368,9 +368,8 @@ def _exits(p: Position, first: FirstMoves, second: SecondSlots, chained: Chained
     not_farthest = []
     for die0, die1 in ((p.dice[0], p.dice[1]), (p.dice[1], p.dice[0])):
         short0 = (dist0 != 0) & (dist0 < die0) & (field != p.farthest)
-        short1 = (word_of((dist1 != 0) & (dist1 < die1[None]), 1)[:, None]
-                  | keep(chained.new_field & (chained_dist != 0) & (chained_dist < die1),
-                         CHAINED))
+        short1 = second_move_word((dist1 != 0) & (dist1 < die1[None]),
+                                  chained.new_field & (chained_dist != 0) & (chained_dist < die1))
         not_farthest.append(keep(short0, ALL) | (short1 & ~far_bit))
     return Exits(exceeding, keep(first_exits, ALL) | second_exits,
                  keep(first_exits, second_exits), keep(p.outside - carried_in == 0, ALL),

@@ -108,9 +108,15 @@ def transposed(words: RowWords) -> RowWords:
     return jnp.pad(rows, [(0, 0), (0, NUM_ROWS - NUM_FIRST)] + [(0, 0)] * len(lanes))
 
 
-def lowest_bit(word):
-    """int32[...]: the index of the lowest set bit of `word` (32 when none)."""
-    return jax.lax.population_count((word & (~word + U32(1))) - U32(1)).astype(jnp.int32)
+def second_move_word(per_slot, at_chained):
+    """uint32[2, 16 or 1, *lanes]: the candidates whose second move has a fact: bit k < 15
+    from `per_slot`, bool[2, 15, *lanes] (per pass) or [15, *lanes] (both passes); bit 15
+    (the chained slot) from `at_chained`, bool[2, 16, *lanes] (per row)."""
+    lanes = at_chained.shape[2:]
+    word = word_of(per_slot, per_slot.ndim - 1 - len(lanes))
+    if word.ndim > len(lanes):  # per pass: against the rows
+        word = word[:, None]
+    return word | keep(at_chained, CHAINED)
 
 
 def slot_bit(occupied_fields, field):

@@ -18,16 +18,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from trictrac_jax.lowering import materialised
 from trictrac_jax.moves.candidates import Candidates, candidates
-from trictrac_jax.moves.layout import (ALL, BELOW_ROW, CHAINED_SLOT, FIRST_PASS, FIRST_SLOTS, FULL,
-                                       NO_SECOND_MOVE, NUM_FIRST, NUM_PASSES, NUM_ROWS,
-                                       PUISSANCE_ROW, SINGLE, U32, PerGame, RowWords, against,
-                                       any_set, keep, lanes_of, lowest_bit, slots_below,
-                                       transposed)
+from trictrac_jax.moves.layout import (ALL, BELOW_ROW, FIRST_PASS, FULL, SINGLE, PerGame,
+                                       RowWords, against, any_set, keep, lanes_of, transposed)
 
 
 def same_listed(in_set: RowWords, c: Candidates) -> tuple[RowWords, RowWords]:
@@ -107,11 +103,11 @@ class ListFlags(NamedTuple):
 def _list_flags(c: Candidates) -> ListFlags:
     lanes = lanes_of(c.possible)
     full = against(FULL, lanes)
-    possible, fills = c.possible, c.possible & c.fills
+    possible = c.possible
     no_excess = possible & ~c.exceeding & full
     any_full, any_first = any_set(possible & full), any_set(possible & against(FIRST_PASS, lanes))
-    any_filling = _some_listed_in(possible, any_full, any_first, fills)
-    filled = member(fills & full, c)
+    any_filling = _some_listed_in(possible, any_full, any_first, c.fills)
+    filled = member(c.fills & full, c)
     any_exact = jnp.where(any_filling, any_full & any_set(no_excess & filled), any_set(no_excess))
     return ListFlags(any_full, any_first, any_filling, any_exact)
 
@@ -185,42 +181,3 @@ def some_legal_in(lists: MoveLists, q: RowWords) -> PerGame:
     """bool[*lanes]: some legal sequence is in the candidates `q` (without building the
     legal list's intersection: from the candidates passing every rule)."""
     return _some_listed_in(lists.ok, lists.legal_full, lists.legal_first, q)
-
-
-def _pick(table, index):
-    """table[index[g], g] for table [n, *lanes], index int[*lanes]."""
-    return jnp.take_along_axis(table, index[None], axis=0)[0]
-
-
-def earliest_pair(lists: MoveLists) -> jax.Array:
-    """int8[4, *lanes]: the listed pair of the first legal sequence in the reference's loop
-    (zeros when none).
-
-    The reference's loop runs per pass over the first slots, then the puissance pair: the
-    rows' own order. In a row it runs over the second fields, then "no second move": the
-    slots in field order, with the chained slot at its field."""
-    c, r, legal = lists.candidates, lists.candidates.rows, lists.legal
-    lanes = lanes_of(legal)
-    flat = lambda x: jnp.broadcast_to(x, (NUM_PASSES, NUM_ROWS) + lanes).reshape((-1,) + lanes)
-    row = jnp.argmax(flat(legal) != 0, axis=0)  # the first row holding one
-    word = _pick(flat(legal), row)
-    first_field = _pick(flat(r.field), row)
-    to, moved_to = _pick(flat(r.to), row), _pick(flat(r.moved_to), row)
-    chained_to = _pick(flat(r.chained_to), row)
-    slots = word & FIRST_SLOTS
-    before_chained = slots & slots_below(r.occupied_fields, moved_to)
-    k = jnp.where(before_chained != 0, lowest_bit(before_chained),
-                  jnp.where((word >> CHAINED_SLOT) & 1 == 1, CHAINED_SLOT,
-                            jnp.where(slots != 0, lowest_bit(slots), NO_SECOND_MOVE)))
-    k15 = jnp.minimum(k, NUM_FIRST - 1)
-    second_to = _pick(r.second_to.reshape((NUM_PASSES * NUM_FIRST,) + lanes),
-                      (row // NUM_ROWS) * NUM_FIRST + k15)
-    f1 = jnp.where(k < NUM_FIRST, _pick(r.second_field, k15),
-                   jnp.where(k == CHAINED_SLOT, moved_to, 0)).astype(jnp.int8)
-    t1 = jnp.where(k < NUM_FIRST, second_to,
-                   jnp.where(k == CHAINED_SLOT, chained_to, 0)).astype(jnp.int8)
-    pair = jnp.stack([first_field, to, f1, t1]).astype(jnp.int8)
-    swapped = (_pick(flat(c.swapped), row) >> k.astype(U32)) & 1 == 1
-    pair = jnp.where(swapped, pair[jnp.array([2, 3, 0, 1])], pair)
-    pair = jnp.where(row % NUM_ROWS == PUISSANCE_ROW, r.puis_pair.astype(jnp.int8), pair)
-    return jnp.where(word != 0, pair, 0)

@@ -15,6 +15,7 @@ import numpy as np
 
 from trictrac_jax.board import NUM_FIELDS
 from trictrac_jax.moves.candidates import Candidates
+from trictrac_jax.moves.lists import MoveLists
 from trictrac_jax.moves.layout import (GRID, IS_PUISSANCE_ROW, NO_ORDER,
                                        NO_SECOND_MOVE, NUM_CANDIDATES, NUM_FIRST, NUM_PASSES,
                                        NUM_ROWS, NUM_SLOTS, PUISSANCE_ROW, REFERENCE_PASS_SIZE,
@@ -88,3 +89,12 @@ def _reference_order(second_field, lanes):
     in_row = against(~IS_PUISSANCE_ROW[:, None], lanes)
     at_puissance = against(pass_start + REFERENCE_PASS_SIZE - 1, lanes)
     return _flat(jnp.where(in_row, reference + second, jnp.int16(NO_ORDER)), at_puissance, lanes)
+
+
+def earliest_pair(lists: MoveLists) -> jax.Array:
+    """int8[4, *lanes]: the listed pair of the first legal sequence in the reference's loop
+    (zeros when none): what the helpless man's jan names."""
+    table = candidate_table(lists.candidates)
+    legal = unpack(lists.legal)
+    first = legal & (table.order == jnp.min(jnp.where(legal, table.order, NO_ORDER), axis=0))
+    return jnp.sum(jnp.where(first, table.listed, 0), axis=1, dtype=jnp.int8)
