@@ -54,7 +54,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # The engine: the package's top-level modules and their data (docs/architecture.md). Its
 # commit is the last commit that changed these; its fingerprint, their content's hash, tells
 # the same without git.
-ENGINE_GLOBS = ("trictrac_jax/*.py", "trictrac_jax/data/*")
+ENGINE_GLOBS = ("trictrac_jax/*.py", "trictrac_jax/moves/*.py", "trictrac_jax/data/*")
 COMMITTED_TABLE = ROOT / "benchmarks" / "data" / "bench-gpu.json"
 SESSIONS = ROOT / "benchmarks" / "data" / "sessions"  # the lent sessions' records
 PREPARED = ROOT / ".gpu"

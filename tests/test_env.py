@@ -387,18 +387,18 @@ def test_the_lowering_is_named_by_its_variable_or_its_former_name(monkeypatch):
 def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch, varied, cpu_in_chunks):
     """The GPU lowering (plain fusion, one pass), forced on CPU, plays the same games as the
     CPU lowering (materialisation in branches of their own, here in chunks of 16): a step, its two halves
-    and the random agent; and a step under the GPU lowering with the games first."""
+    and the random agent; and a step under the GPU lowering with the games last."""
     from trictrac_jax import lowering
 
     states, actions, keys, _ = varied
     monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu")
     assert not lowering.current().materialise_apart and not lowering.current().chunked
     gpu = lowered(states, actions, keys)
-    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu-games-first")  # the other GPU layout
+    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu-games-last")  # the other GPU layout
     jax.clear_caches()
-    games_first = jax.jit(jax.vmap(ENV.step))(states, actions, keys)
+    games_last = jax.jit(jax.vmap(ENV.step))(states, actions, keys)
     jax.clear_caches()
-    assert _same(cpu_in_chunks, gpu) and _same(cpu_in_chunks[0], games_first)
+    assert _same(cpu_in_chunks, gpu) and _same(cpu_in_chunks[0], games_last)
 
 
 def test_kernel_boundary_is_a_barrier_under_the_gpu_lowering_only(monkeypatch):

@@ -31,6 +31,10 @@ def test_the_engine_fingerprint_follows_the_engines_files(tmp_path):
     assert G.engine_fingerprint(tmp_path) == before
     (tmp_path / "trictrac_jax" / "moves.py").write_text("a = 2\n")
     assert G.engine_fingerprint(tmp_path) != before
+    before = G.engine_fingerprint(tmp_path)
+    (tmp_path / "trictrac_jax" / "moves").mkdir()  # the move rules' package is the engine too
+    (tmp_path / "trictrac_jax" / "moves" / "lists.py").write_text("b = 1\n")
+    assert G.engine_fingerprint(tmp_path) != before
     here = G.engine_identity()
     assert here["fingerprint"] == G.engine_fingerprint() and len(here["commit"]) >= 7
     # without git: the prepared record's commit when its fingerprint is this engine's

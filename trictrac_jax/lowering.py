@@ -23,10 +23,10 @@ Lowerings (`current()`, read at trace time): on CPU, a `materialised` result is 
 in a branch of its own, large batches are chunked and `lookup` is a one-hot reduction; on an
 accelerator, `materialised` is plain fusion (on a GPU the separate loops cost more than the
 recomputation they save), a batch runs in one pass, `lookup` gathers and `kernel_boundary`
-keeps a value out of its readers' kernels. The game-minor layout holds on both;
-"gpu-games-first" is the GPU lowering with `game_minor` a plain `jax.vmap` (games the major
-axis), kept to be timed beside it on a GPU
-(`python -m benchmarks.bench --gpu`) before either is chosen per batch size.
+keeps a value out of its readers' kernels. `game_minor` puts the games last on CPU and
+is a plain `jax.vmap` on a GPU (games the major axis: 1.15-1.23x the rate of games last on
+an H200 at 1,024 to 131,072 games, `python -m experiments.lowering_ab`; docs/speed.md);
+"gpu-games-last" is the GPU lowering with the games last, kept to be timed beside it.
 `ranking.candidate_worths` scores candidates in passes that the lowering sizes
 (`Lowering.candidates_per_game`, `candidates_per_pass`).
 `TRICTRAC_LOWERING=cpu|gpu|...` (or its former name `TRICTRAC_LANES`) forces a lowering on
@@ -61,8 +61,9 @@ class Lowering(NamedTuple):
     gather: bool  # `lookup`: a gather (else a one-hot reduction)
     bounded: bool  # `kernel_boundary`: an optimisation barrier (else nothing)
     games_last: bool  # `game_minor`: games moved to the last axis (else a plain vmap)
-    # `moves.move_actions`: the 514-entry mask built games first, its transpose cancelling
-    # `game_minor`'s (else games last: on a GPU, games first added kernels and a spill)
+    # `moves.move_actions` with the games last: the 514-entry mask built games first, its
+    # transpose cancelling `game_minor`'s (else games last: "gpu-games-last", where games
+    # first added kernels and a spill)
     mask_games_first: bool
     # `ranking.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
@@ -83,10 +84,10 @@ LOWERINGS = {"cpu": Lowering(materialise_apart=True, chunked=True, gather=False,
                              bounded=False, games_last=True, mask_games_first=True,
                              every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
              "gpu": Lowering(materialise_apart=False, chunked=False, gather=True,
-                             bounded=True, games_last=True, mask_games_first=False,
+                             bounded=True, games_last=False, mask_games_first=False,
                              every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536)}
-LOWERINGS["gpu-games-first"] = LOWERINGS["gpu"]._replace(games_last=False)
+LOWERINGS["gpu-games-last"] = LOWERINGS["gpu"]._replace(games_last=True)
 
 
 def current() -> Lowering:

@@ -411,8 +411,8 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     r = _roll(board, dice, roll_count)
     present, pairs = _single_pair_jans(r, lists)
     # The hits, and the jans with their doubles, in GPU kernels apart from what reads them:
-    # fused, one thread a game holds more live values than its registers (spills at 8,192
-    # and 131,072 games).
+    # fused, one thread a game held more live values than its registers (the games-last
+    # program spilled at 8,192 and 131,072 games).
     hit_jan, hit_to = _hits(board, dice)
     hit_jan = kernel_boundary(hit_jan)
     jan = A.leading(jnp.arange(NUM_JANS), len(lanes))
