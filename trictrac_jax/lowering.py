@@ -24,9 +24,9 @@ in a branch of its own, large batches are chunked and `lookup` is a one-hot redu
 accelerator, `materialised` is plain fusion (on a GPU the separate loops cost more than the
 recomputation they save), a batch runs in one pass, `lookup` gathers and `kernel_boundary`
 keeps a value out of its readers' kernels. `game_minor` puts the games last on CPU and
-is a plain `jax.vmap` on a GPU (games the major axis: 1.15-1.23x the rate of games last on
-an H200 at 1,024 to 131,072 games, `python -m experiments.lowering_ab`; docs/speed.md);
-"gpu-games-last" is the GPU lowering with the games last, kept to be timed beside it.
+is a plain `jax.vmap` on a GPU (games the major axis: faster there at every batch size
+measured, `python -m experiments.lowering_ab`, docs/speed.md); "gpu-games-last" is the GPU
+lowering with the games last, kept to be timed beside it.
 `ranking.candidate_worths` scores candidates in passes that the lowering sizes
 (`Lowering.candidates_per_game`, `candidates_per_pass`).
 `TRICTRAC_LOWERING=cpu|gpu|...` (or its former name `TRICTRAC_LANES`) forces a lowering on
