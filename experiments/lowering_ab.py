@@ -29,6 +29,7 @@ def compiled_loop(env, lowering: str, states, key):
 
     from benchmarks.measure import PLAIN, random_loop
     from trictrac_jax.lowering import LOWERING_VARIABLE
+    before = os.environ.get(LOWERING_VARIABLE)
     os.environ[LOWERING_VARIABLE] = lowering
     jax.clear_caches()  # jit's traces of `env.step` are keyed by arguments, not lowering
     try:
@@ -36,7 +37,10 @@ def compiled_loop(env, lowering: str, states, key):
         run = jax.jit(random_loop(env, PLAIN, STEPS)).lower(states, key).compile()
         return run, time.perf_counter() - start
     finally:
-        del os.environ[LOWERING_VARIABLE]
+        if before is None:
+            del os.environ[LOWERING_VARIABLE]
+        else:
+            os.environ[LOWERING_VARIABLE] = before
 
 
 def compare(lowerings: list[str], batch: int, calls: int, seconds: float) -> list[dict]:

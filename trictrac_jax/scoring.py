@@ -178,12 +178,12 @@ def _filling_reaches(board, dice, lists: moves.MoveLists):
                            for origin, counts in zip(origins, distinct)]
 
 
-def _filled_quarter_total(board, dice, lists: moves.MoveLists):
-    """int32[*lanes]: the ways of FilledQuarter. Filling the last 2 missing checkers: every
-    filling sequence counts. The last one: one way per distinct origin of a checker reaching
-    the missing field (on the first sequence that brings one from it). Keeping a filled
-    quarter: one way (the reference lists its last sequence)."""
-    missing, seqs, reaching = _filling_reaches(board, dice, lists)
+def _filled_quarter_total(reaches):
+    """int32[*lanes]: the ways of FilledQuarter, from `_filling_reaches`. Filling the last 2
+    missing checkers: every filling sequence counts. The last one: one way per distinct
+    origin of a checker reaching the missing field (on the first sequence that brings one
+    from it). Keeping a filled quarter: one way (the reference lists its last sequence)."""
+    missing, seqs, reaching = reaches
     one_missing = sum((moves.any_set(reaches) & counts).astype(jnp.int32)
                       for reaches, counts in reaching)
     return jnp.select([missing == 0, missing == 1, missing == 2],
@@ -191,10 +191,10 @@ def _filled_quarter_total(board, dice, lists: moves.MoveLists):
                        moves.count_set(seqs)], 0)
 
 
-def _filled_quarter_ways(board, dice, lists: moves.MoveLists):
+def _filled_quarter_ways(reaches, lists: moves.MoveLists):
     """int32[N, *lanes]: on which candidates `_filled_quarter_total`'s ways are counted,
     how many on each (for display and checking; not in the game's step)."""
-    missing, words, reaching = _filling_reaches(board, dice, lists)
+    missing, words, reaching = reaches
     seqs = moves.unpack(words)
     order = moves.candidate_table(lists.candidates).order  # unique among `seqs`
     one_missing = jnp.zeros(seqs.shape, jnp.int32)
@@ -417,11 +417,12 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     hit_jan = kernel_boundary(hit_jan)
     jan = A.leading(jnp.arange(NUM_JANS), len(lanes))
     ways = present.astype(jnp.int32) + _hit_ways(hit_jan, lanes)
-    ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(board, dice, lists), 0)
+    reaches = _filling_reaches(board, dice, lists)
+    ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(reaches), 0)
     double = jnp.where(jan == HELPLESS_MAN, ~lists.some, r.v0 == r.v1)
     ways, double = kernel_boundary((ways, double))
     return RollJans(ways, _points(ways, double, lanes), hit_jan, hit_to,
-                    _filled_quarter_ways(board, dice, lists), pairs, ~lists.some)
+                    _filled_quarter_ways(reaches, lists), pairs, ~lists.some)
 
 
 @game_minor

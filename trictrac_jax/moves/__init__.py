@@ -31,8 +31,9 @@ the jans' pairs, the reasons a move is not allowed) unpack them outside the step
 
 Games are laid out *game-minor*: every array has the structure axes first (fields, passes,
 rows, ...) and then `lanes`, trailing axes shared by all arguments: none for one position,
-or one axis of games. Under `jax.vmap`, `legal_moves` and `scoring.roll_outcome` move the
-batch axis there (`lowering.game_minor`): XLA's CPU loops then run along contiguous games.
+or one axis of games. Under `jax.vmap` on CPU, `legal_moves` and `scoring.roll_outcome`
+move the batch axis there (`lowering.game_minor`): XLA's CPU loops then run along contiguous
+games (on a GPU they are plain `vmap`s, the games first).
 What every candidate reads about the position (`candidates.position`), the first moves,
 the candidates and each list are `lowering.materialised`: computed once, not in each loop
 that reads them.

@@ -147,11 +147,11 @@ class FirstMoves(NamedTuple):
 
 
 @materialised
-def first_moves(p: Position, field, count, moved_from: PerRow) -> FirstMoves:
+def first_moves(p: Position, field, count) -> FirstMoves:
     """The first move from each own field `field` int8[16, *lanes] (the first slots' and the
     puissance row's, which holds no checker) holding `count`, with the first die of each
-    pass (`moved_from`: `field` per pass). Materialised like the `Position`: every second
-    move reads them."""
+    pass. Materialised like the `Position`: every second move reads them."""
+    moved_from = jnp.broadcast_to(field, (NUM_PASSES,) + field.shape)
     landing = _at_slots(p.in_slot, p.ahead_a)[:, :NUM_ROWS]
     ok, to, exceeding = _single_moves(field, count, p.die_a[:, None], landing, p.forbid,
                                       guard_corner=False)
@@ -192,7 +192,6 @@ def _after_first(p: Position, field, count, to, landing):
     return short, jnp.where(filled & (spare < none), spare, lowest)
 
 
-
 # --- the puissance pair ---
 
 def _in_opp_fillable(p: Position, field):
@@ -200,8 +199,6 @@ def _in_opp_fillable(p: Position, field):
     4, fields 13-24, can be so on the mover's side of them)."""
     return (field > OWN_CORNER) & jnp.where(field > LAST_QUARTER - 1, p.opp_fillable[3],
                                             p.opp_fillable[2])
-
-
 
 
 def can_take_corner_by_effect(board, dice):
@@ -222,7 +219,6 @@ def _puissance_pair(board, dice):
     return jnp.stack([lo, twelve, hi, twelve]), exists & ~can_take_corner_by_effect(board, dice)
 
 
-
 # --- the second moves, per pass and second slot ---
 
 class SecondSlots(NamedTuple):
@@ -239,8 +235,7 @@ class SecondSlots(NamedTuple):
 def _second_slots(p: Position) -> SecondSlots:
     field = p.slot_field[:NUM_FIRST]
     raw = field[None] + p.die_b[:, None]
-    landing = jnp.swapaxes(jnp.sum(jnp.where(p.in_slot[:NUM_FIRST, :, None], p.ahead_b[None], 0),
-                                   axis=1, dtype=jnp.int8), 0, 1)
+    landing = _at_slots(p.in_slot[:NUM_FIRST], p.ahead_b)
     reachable = (landing >= 0) & ~((raw >= OFF) & p.forbid) & (field[None] > 0)
     return SecondSlots(field, jnp.where((field[None] > 0) & (raw < OFF), raw, 0), raw, landing,
                        reachable)
@@ -325,13 +320,13 @@ def _fills(p: Position, first: FirstMoves, second: SecondSlots, chained: Chained
     onto_dest = slot_bit(occupied_fields, first.moved_to - die_b)
     one_after = ((one & ~from_origin & ~onto_dest) | keep(count == 2, from_origin)
                  | keep(first.landing == 0, onto_dest))
-    f1, t1 = second.field, second.to
+    from_q, to_q, chained_q = (_quarter_of(second.field), _quarter_of(second.to),
+                               _quarter_of(chained.to))
     fills = U32(0)
     for q in range(4):
-        in_q = lambda f: (f > 0) & ((f - 1) // 6 == q)
-        leaves = two_after & word_of(in_q(f1), 0)
-        arrives = ((one_after & word_of(in_q(t1), 1)[:, None])
-                   | keep(in_q(chained.to) & (chained.landing == 1), CHAINED))
+        leaves = two_after & word_of(from_q[q], 0)
+        arrives = ((one_after & word_of(to_q[q], 1)[:, None])
+                   | keep(chained_q[q] & (chained.landing == 1), CHAINED))
         short = first.short[q]
         fills |= keep(short == 0, ~(leaves ^ arrives)) | keep(short == 1, arrives & ~leaves)
     return fills
@@ -467,7 +462,7 @@ def candidates(board, dice) -> Candidates:
     p = position(board, dice)
     lanes = p.board.shape[1:]
     field, count = p.slot_field[:NUM_ROWS], p.slot_count[:NUM_ROWS]
-    first = first_moves(p, field, count, jnp.broadcast_to(field, (NUM_PASSES,) + field.shape))
+    first = first_moves(p, field, count)
     second = _second_slots(p)
     chained = _chained(p, first)
     occupied_fields = word_of(p.board > 0, 0)
