@@ -7,10 +7,12 @@ checks the engine lists exactly those: the legal Move actions, each decoded to i
 (or field 1 when the mover bears off): too few to fill a quarter, so the opponent's-quarter
 rule never applies unless a test says so.
 """
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from tests import positions
 from tests.positions import LOWERINGS, legal_actions, legal_pairs, rules, view
 from trictrac_jax import moves
 
@@ -185,6 +187,20 @@ def test_encode_inverts_decode_on_every_legal_action(lowering):
         pair = pairs[action - moves.FIRST_MOVE]
         ordinal = np.array([cumulative[pair[0]], cumulative[pair[2]]])
         assert int(moves.encode(dice, pair, ordinal)) == action
+
+
+def test_any_set_is_the_or_of_the_words_under_each_lowering(lowering):
+    """`layout.any_set` (`lowering.any_nonzero`: the OR written out with the games last, a
+    reduction with the games first): a game's bit anywhere in its 32 words, the last one
+    included, and nothing for a game with none."""
+    from trictrac_jax.moves import layout as L
+    words = np.zeros((2, 16, 4), np.uint32)
+    words[1, 15, 0] = 1 << 31  # the last bit of the last word
+    words[0, 0, 1] = 1  # the first bit of the first word
+    words[0, 9, 3] = 0b100
+    with positions.lowering(lowering):
+        got = jax.vmap(L.any_set, in_axes=2)(jnp.asarray(words))
+    assert np.asarray(got).tolist() == [True, True, False, True]
 
 
 def test_the_words_layout_packs_the_grid_with_a_puissance_row():

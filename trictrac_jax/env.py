@@ -301,23 +301,38 @@ def _roll(state: State, dice) -> State:
 
 
 def observe(state: State, player=None):
-    """float32[217]: the reference's encoding of `player`'s view (default: player to move)."""
+    """float32[217]: the reference's encoding of `player`'s view (default: player to move):
+    4 features of each field's own checkers, then of the opponent's, then `_game_features`."""
     player = state.current_player if player is None else player
     view = B.view_board(state._board, player)
+    # The game's 25 features, from a handful of a game's values each, are computed apart
+    # and read: fused into the observation's kernel on a GPU, each of a game's 217 threads
+    # chose its feature through them all (the step's costliest kernel on an H200).
+    tail = kernel_boundary(_game_features(state, view, player))
+    return jnp.concatenate([_checker_features(jnp.maximum(view, 0)),
+                            _checker_features(jnp.maximum(-view, 0)), tail])
 
-    # Scales are multiplied, not divided: XLA turns a division by a constant into a
-    # multiplication under jit only, and results must not depend on jit.
-    twelfth = jnp.float32(1 / 12)
 
-    def checkers(n):  # [24] -> [96]: n == 1, n == 2, n == 3, (n - 3) / 12
-        return jnp.stack([n == 1, n == 2, n == 3, jnp.maximum(n - 3, 0) * twelfth], -1).ravel()
+# Scales are multiplied, not divided: XLA turns a division by a constant into a
+# multiplication under jit only, and results must not depend on jit.
+_TWELFTH = np.float32(1 / 12)
 
+
+def _checker_features(n):
+    """float32[96]: of the checker counts n int[24], field after field: n == 1, n == 2,
+    n == 3, (n - 3) / 12 if more."""
+    return jnp.stack([n == 1, n == 2, n == 3, jnp.maximum(n - 3, 0) * _TWELFTH],
+                     -1).astype(jnp.float32).ravel()
+
+
+def _game_features(state: State, view, player):
+    """float32[25]: the dice, the turn stage, both players' records, the filled quarters of
+    each, the walls and the corners held, the mover's rolls."""
     def record(p):
-        return jnp.stack([state._points[p] * twelfth, state._holes[p] * twelfth,
+        return jnp.stack([state._points[p] * _TWELFTH, state._holes[p] * _TWELFTH,
                           state._can_bredouille[p], state._can_big_bredouille[p]])
 
     parts = [
-        checkers(jnp.maximum(view, 0)), checkers(jnp.maximum(-view, 0)),
         state._dice * jnp.float32(1 / 6), jnp.zeros(1), (state._turn_stage * jnp.float32(1 / 5))[None],
         record(player), record(1 - player),
         B.quarter_filled(view), B.opp_quarter_filled(view),

@@ -169,7 +169,9 @@ def _filling_reaches(board, dice, lists: moves.MoveLists):
     (`_missing_for_quarter`), the quarter-filling sequences (each listed pair once), and
     for each distinct origin of a checker that can reach the missing field, (those of
     `seqs` that bring one from it, bool[*lanes]: the origin counts)."""
-    missing, dest = _missing_for_quarter(board)
+    # per game, read by kernels over the candidates' words: computed once (fused into them
+    # on a GPU, each thread summed the fields for the fillable quarters again)
+    missing, dest = kernel_boundary(_missing_for_quarter(board))
     dest = dest.astype(jnp.int8)  # narrow, as the candidates' rows
     seqs = moves.first_listed(lists.filling, lists.candidates)
     r = lists.candidates.rows

@@ -22,6 +22,7 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax.board import NUM_FIELDS
+from trictrac_jax.lowering import any_nonzero
 
 # Shape-named types (all `jax.Array`; `lanes`: the games' trailing axes, none for one).
 RowWords = jax.Array  # uint32[2, 16, *lanes]: bit k of (p, i) is candidate (p, i, k)
@@ -87,10 +88,9 @@ def keep(cond, word):
 
 
 def any_set(words: RowWords) -> PerGame:
-    """bool[*lanes]: some bit of `words` is set. An OR of the 32 words written out, not a
-    reduction: on a GPU a reduction with the games minor is a kernel of few blocks into
-    which XLA fuses the words' whole computation."""
-    return A.fold(jnp.bitwise_or, words.reshape((-1,) + lanes_of(words))) != 0
+    """bool[*lanes]: some bit of `words` is set (over the 32 words as the lowering reduces
+    them: `lowering.any_nonzero`)."""
+    return any_nonzero(words.reshape((-1,) + lanes_of(words)))
 
 
 def count_set(words: RowWords) -> PerGame:
