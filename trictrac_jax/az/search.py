@@ -24,6 +24,10 @@ descending logit). The recurrent functions map column -> action, priors are gath
 columns, and the root policy is scattered back to the 514 actions. With K above every node's
 number of legal actions, columns only relabel the actions (order kept), and the search is the
 514-wide one (tests/test_search.py says how exactly).
+
+mctx keeps the embeddings `pack`ed (packed.py): the small fields of a node in one array of
+words, one write a simulation instead of one a field. The tree a search returns embeds them
+unpacked.
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ from trictrac_jax.az import network
 from trictrac_jax.az.base import Model, Params, SearchOutput
 from trictrac_jax.az.config import SearchConfig
 from trictrac_jax.az.gumbel_stochastic import gumbel_stochastic_muzero_policy
+from trictrac_jax.az.packed import Packed, pack, unpack
 from trictrac_jax.env import has_choice
 from trictrac_jax.ranking import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
@@ -97,33 +102,40 @@ def column_action(column, nodes: Node):
     return jnp.take_along_axis(nodes.actions, column[:, None].astype(jnp.int32), -1)[:, 0]
 
 
-# The model's recurrent functions over K columns (decision nodes embed a `Node`); mctx calls
-# them as `functools.partial(fn, model, k)`.
+# The model's recurrent functions over K columns; mctx calls them as
+# `functools.partial(fn, model, k)`. Decision nodes embed a `Node`, chance nodes an
+# `Afterstate`, each `pack`ed: mctx writes an embedding leaf by leaf at each expansion.
 
-def column_root(model: Model, k: int, params: Params, states: State) -> mctx.RootFnOutput:
-    """The root of a tree over states [B]: column priors, the network's value, the Nodes."""
+def column_root(model: Model, k: int, params: Params, states: State
+                ) -> tuple[mctx.RootFnOutput, Node]:
+    """The root of a tree over states [B] (column priors, the network's value, the packed
+    Nodes), and its Nodes."""
     logits, value = M.evaluate(model, params, states)
     column_logits, nodes = decision_node(states, logits, k)
-    return mctx.RootFnOutput(prior_logits=column_logits, value=value, embedding=nodes)
+    return mctx.RootFnOutput(prior_logits=column_logits, value=value,
+                             embedding=pack(nodes)), nodes
 
 
-def column_decision_fn(model: Model, k: int, params: Params, key, column, nodes: Node):
-    """`model.decision_fn` of the action in `column`."""
-    return M.decision_fn(model, params, key, column_action(column, nodes), nodes.state)
+def column_decision_fn(model: Model, k: int, params: Params, key, column, nodes: Packed):
+    """`model.decision_fn` of the action in `column`, the Afterstate packed."""
+    nodes = unpack(nodes)
+    out, after = M.decision_fn(model, params, key, column_action(column, nodes), nodes.state)
+    return out, pack(after)
 
 
-def column_chance_fn(model: Model, k: int, params: Params, key, outcome, after):
-    """`model.chance_fn`, the rolled State as a Node with its column priors."""
-    out, nxt = M.chance_fn(model, params, key, outcome, after)
+def column_chance_fn(model: Model, k: int, params: Params, key, outcome, after: Packed):
+    """`model.chance_fn`, the rolled State as a packed Node with its column priors."""
+    out, nxt = M.chance_fn(model, params, key, outcome, unpack(after))
     column_logits, nodes = decision_node(nxt, out.action_logits, k)
-    return out.replace(action_logits=column_logits), nodes
+    return out.replace(action_logits=column_logits), pack(nodes)
 
 
-def column_sampled_fn(model: Model, k: int, params: Params, key, column, nodes: Node):
-    """`model.sampled_fn` of the action in `column`, the next State as a Node."""
+def column_sampled_fn(model: Model, k: int, params: Params, key, column, nodes: Packed):
+    """`model.sampled_fn` of the action in `column`, the next State as a packed Node."""
+    nodes = unpack(nodes)
     out, nxt = M.sampled_fn(model, params, key, column_action(column, nodes), nodes.state)
     column_logits, nodes = decision_node(nxt, out.prior_logits, k)
-    return out.replace(prior_logits=column_logits), nodes
+    return out.replace(prior_logits=column_logits), pack(nodes)
 
 
 def _masked_puct_qtransform(tree, node_index):
@@ -143,8 +155,8 @@ def tree_search(params: Params, key, states: State, *, model: Model, config: Sea
     `explore`: Dirichlet noise and visit-count sampling (stochastic) or Gumbel noise
     (gumbel, gumbel_stochastic) for self-play; without it the search plays its best action."""
     k = config.max_actions
-    root = column_root(model, k, params, states)
-    invalid = root.embedding.actions == UNUSED_COLUMN
+    root, nodes = column_root(model, k, params, states)
+    invalid = nodes.actions == UNUSED_COLUMN
     if config.algorithm == "stochastic":
         out = mctx.stochastic_muzero_policy(
             params, key, root, functools.partial(column_decision_fn, model, k),
@@ -168,9 +180,14 @@ def tree_search(params: Params, key, states: State, *, model: Model, config: Sea
             max_num_considered_actions=config.max_num_considered_actions,
             gumbel_scale=1.0 if explore else 0.0)
     root_value = out.search_tree.node_values[:, mctx.Tree.ROOT_INDEX]
-    return SearchOutput(column_action(out.action, root.embedding),
-                        from_columns(out.action_weights, root.embedding.actions),
-                        root_value, out.search_tree)
+    # the tree returned embeds Nodes (and Afterstates), as unpacked as its reader expects
+    # (computed only if read)
+    is_packed = lambda x: isinstance(x, Packed)
+    tree = out.search_tree.replace(embeddings=jax.tree.map(
+        lambda x: unpack(x) if is_packed(x) else x, out.search_tree.embeddings,
+        is_leaf=is_packed))
+    return SearchOutput(column_action(out.action, nodes),
+                        from_columns(out.action_weights, nodes.actions), root_value, tree)
 
 
 def likeliest(model: Model, params: Params, states: State, top_k: int):
