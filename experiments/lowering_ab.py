@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
@@ -28,19 +27,12 @@ def compiled_loop(env, lowering: str, states, key):
     import jax
 
     from benchmarks.measure import PLAIN, random_loop
-    from trictrac_jax.lowering import LOWERING_VARIABLE
-    before = os.environ.get(LOWERING_VARIABLE)
-    os.environ[LOWERING_VARIABLE] = lowering
-    jax.clear_caches()  # jit's traces of `env.step` are keyed by arguments, not lowering
-    try:
+    from trictrac_jax.lowering import forced
+    with forced(lowering):
+        jax.clear_caches()  # jit's traces of `env.step` are keyed by arguments, not lowering
         start = time.perf_counter()
         run = jax.jit(random_loop(env, PLAIN, STEPS)).lower(states, key).compile()
         return run, time.perf_counter() - start
-    finally:
-        if before is None:
-            del os.environ[LOWERING_VARIABLE]
-        else:
-            os.environ[LOWERING_VARIABLE] = before
 
 
 def compare(lowerings: list[str], batch: int, calls: int, seconds: float) -> list[dict]:

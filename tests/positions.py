@@ -6,16 +6,14 @@ opponent checkers})`, fields 1..24, the mover moving from 1 towards 24.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from trictrac_jax import moves, scoring
-from trictrac_jax.lowering import LOWERING_VARIABLE
+from trictrac_jax.lowering import forced
 
 LOWERINGS = ("cpu", "gpu")
 
@@ -31,18 +29,7 @@ def view(own: dict, opponent: dict | None = None) -> np.ndarray:
     return board
 
 
-@contextlib.contextmanager
-def lowering(name: str):
-    """`$TRICTRAC_LOWERING` set to `name` (read when a function is traced)."""
-    before = os.environ.get(LOWERING_VARIABLE)
-    os.environ[LOWERING_VARIABLE] = name
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[LOWERING_VARIABLE]
-        else:
-            os.environ[LOWERING_VARIABLE] = before
+lowering = forced  # `with lowering(name):` the lowering `name` (lowering.forced)
 
 
 def _batch_of_one(fn):

@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tests import positions
 from tests.positions import LOWERINGS, legal_actions, legal_pairs, rules, view
 from trictrac_jax import moves
+from trictrac_jax.lowering import forced
 
 FAR = {24: 2}  # an opponent who can fill no quarter
 
@@ -198,7 +198,7 @@ def test_any_set_is_the_or_of_the_words_under_each_lowering(lowering):
     words[1, 15, 0] = 1 << 31  # the last bit of the last word
     words[0, 0, 1] = 1  # the first bit of the first word
     words[0, 9, 3] = 0b100
-    with positions.lowering(lowering):
+    with forced(lowering):
         got = jax.vmap(L.any_set, in_axes=2)(jnp.asarray(words))
     assert np.asarray(got).tolist() == [True, True, False, True]
 

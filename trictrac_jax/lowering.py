@@ -35,6 +35,7 @@ any backend (to test or verify the GPU path on CPU).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from typing import NamedTuple
@@ -100,6 +101,21 @@ def current() -> Lowering:
     if name not in LOWERINGS:
         raise ValueError(f"${variable} must be one of {sorted(LOWERINGS)}, got {name!r}")
     return LOWERINGS[name]
+
+
+@contextlib.contextmanager
+def forced(name: str):
+    """`$TRICTRAC_LOWERING` set to `name` inside the block (read when a function is
+    traced), then restored."""
+    before = os.environ.get(LOWERING_VARIABLE)
+    os.environ[LOWERING_VARIABLE] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[LOWERING_VARIABLE]
+        else:
+            os.environ[LOWERING_VARIABLE] = before
 
 
 def batch_rule(fn, batched_fn):

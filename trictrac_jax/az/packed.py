@@ -121,15 +121,15 @@ def unpack(packed: Packed):
     if packed.words.shape[-1] != sum(widths):
         raise ValueError(f"unpack: {packed.words.shape[-1]} words where the layout has "
                          f"{sum(widths)}")
-    ends, large = iter(np.cumsum(widths)), iter(packed.large)
+    widths, large, start = iter(widths), iter(packed.large), 0
     leaves = []
     for shape, dtype in zip(layout.shapes, layout.dtypes):
         if shape is None:
             leaves.append(next(large))
             continue
-        end = next(ends)
-        width = _width(math.prod(shape), np.dtype(dtype))
-        leaves.append(_leaf_of(packed.words[..., end - width:end], shape, np.dtype(dtype)))
+        end = start + next(widths)
+        leaves.append(_leaf_of(packed.words[..., start:end], shape, np.dtype(dtype)))
+        start = end
     return jax.tree.unflatten(layout.treedef, leaves)
 
 
