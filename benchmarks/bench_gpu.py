@@ -7,7 +7,7 @@
 2. random play steps/s by batch, Trictrac and pgx backgammon (when installed), two ways: the
    benchmark's loop (`measure.selfplay`: `random_agent`, `env.step`, finished games reset),
    and a plain loop (`jax.lax.scan` of `env.step` from new games, no resets, the one
-   sampler `uniform_legal` for both environments);
+   sampler `agents.uniform_legal` for both environments);
 3. the step's split: each part of a Trictrac step (`measure.components`) timed alone;
 4. one training iteration of configs/base.yaml as `train/az.py` runs it;
 5. a JAX profiler trace of the step at the split's largest batch, summarised to each
@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import mctx
 
 import trictrac_jax as tt
+from trictrac_jax.agents import uniform_legal
 from trictrac_jax.az import config as config_lib
 from trictrac_jax.az import network
 from trictrac_jax.az.run import code_version
@@ -49,7 +50,7 @@ from trictrac_jax.az import training as T
 from trictrac_jax.az.model import model_from_config
 from benchmarks import measure
 from benchmarks.gpu_session import engine_identity
-from benchmarks.measure import PLAIN, WITH_RESETS, plain_loop, uniform_legal
+from benchmarks.measure import PLAIN, WITH_RESETS, plain_loop
 
 BASE_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "base.yaml"
 MID_GAME_STEPS = 32  # random steps before the split's states (games last about 75)
@@ -455,7 +456,7 @@ def random_play_section(rows):
         "## Random play", "",
         f"`{WITH_RESETS}`: the benchmark's loop (`random_agent`, `env.step`, finished games "
         f"re-initialised); `{PLAIN}`: `lax.scan` of `env.step` from new games, no resets, "
-        "an action uniform over the legal mask (`uniform_legal`, both environments).", "",
+        "an action uniform over the legal mask (`agents.uniform_legal`, both environments).", "",
         measure.table(("env", "batch", "loop", "compile s", "steps/s"), [
             (r["env"], r["batch"], r["loop"], f"{r['compile_s']:.1f}",
              f"{r['steps_per_s']:,.0f}") for r in rows]), *peer])

@@ -21,7 +21,7 @@ import trictrac_jax as tt
 from trictrac_jax import board as B
 from trictrac_jax.moves import legal_action_mask, move_lists
 from trictrac_jax import scoring
-from trictrac_jax.agents import random_agent
+from trictrac_jax.agents import random_agent, uniform_legal
 from trictrac_jax.arrays import select_tree
 from trictrac_jax.lowering import game_minor
 from trictrac_jax.state import TS_HOLD_OR_GO
@@ -71,11 +71,6 @@ def selfplay(env, steps):
 
 WITH_RESETS, PLAIN = "with resets", "plain"  # the two random-play loops
 COMPILE_GAMES = 1024  # the random loop whose compile time is measured
-
-
-def uniform_legal(key, mask):
-    """An action uniform over the legal mask bool[A] (the sampler of both environments)."""
-    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
 
 
 def plain_loop(env, steps):

@@ -1,7 +1,7 @@
 """The sampler's share of the plain random loop on this CPU: the loop that `bench` times
-(`measure.plain_loop`: an action drawn by `measure.uniform_legal`, a Gumbel draw per action
-of the legal mask, then `env.step`) against the same draws alone over the same states' masks,
-for trictrac (514 actions) and pgx backgammon (156).
+(`measure.plain_loop`: an action drawn by `agents.uniform_legal`, then `env.step`) against
+the same draws alone over the same states' masks, for trictrac (514 actions) and pgx
+backgammon (156).
 
     python -m experiments.sampler_share                 # 1,024 games, 16 steps a call
     python -m experiments.sampler_share --games 4096 --seconds 5
@@ -20,7 +20,8 @@ import time
 import jax
 import jax.numpy as jnp
 
-from benchmarks.measure import BACKGAMMON, PLAIN, TRICTRAC, make_env, random_loop, uniform_legal
+from benchmarks.measure import BACKGAMMON, PLAIN, TRICTRAC, make_env, random_loop
+from trictrac_jax.agents import uniform_legal
 
 
 def sampler_loop(steps):

@@ -11,7 +11,8 @@ import pytest
 
 import trictrac_jax as tt
 from trictrac_jax import lowering
-from trictrac_jax.agents import first_agent, greedy_agent, greedy_worth, random_agent
+from trictrac_jax.agents import (first_agent, greedy_agent, greedy_worth, random_agent,
+                                 uniform_legal)
 from trictrac_jax.az import search as S
 from trictrac_jax.az.checkpoint import CheckpointError
 from trictrac_jax.az.model import model_from_config, rolled_worth
@@ -46,6 +47,30 @@ def test_agents_choose_legal_actions(positions):
         assert legal[live].all(), name
     first = np.asarray(chosen["first"])
     assert (first[live] == np.argmax(mask, -1)[live]).all()
+
+
+@pytest.mark.parametrize("name", ["cpu", "gpu"])
+def test_uniform_legal_draws_every_legal_action_equally_often_under_each_lowering(name):
+    """A hand-set mask of 514 actions with 7 legal ones (the first and last among them):
+    35,000 draws take only those, each about 5,000 times (a chi-square of 6 degrees of
+    freedom below its 0.1% tail, 22.5), the same keys the same draws; a mask with none
+    legal draws A (as at a chance node)."""
+    legal = np.array([0, 3, 4, 100, 257, 400, 513])
+    mask = jnp.zeros(NUM_ACTIONS, bool).at[legal].set(True)
+    keys = jax.random.split(jax.random.PRNGKey(7), 35_000)
+    with lowering.forced(name):
+        jax.clear_caches()
+        draw = jax.jit(jax.vmap(uniform_legal, (0, None)))
+        drawn = np.asarray(draw(keys, mask))
+        assert np.array_equal(drawn, np.asarray(draw(keys, mask)))
+        none = np.asarray(draw(keys[:4], jnp.zeros(NUM_ACTIONS, bool)))
+        one = int(jax.jit(uniform_legal)(keys[0], mask))
+    jax.clear_caches()
+    assert np.isin(drawn, legal).all() and one == drawn[0]
+    counts = np.array([(drawn == a).sum() for a in legal])
+    expected = len(keys) / len(legal)
+    assert ((counts - expected) ** 2 / expected).sum() < 22.5, counts
+    assert (none == NUM_ACTIONS).all()
 
 
 @jax.jit

@@ -12,7 +12,7 @@ division per element, and most loops stay scalar.
 
 `cpu_chunked` (and `game_minor`): on CPU, a large batch runs `CPU_CHUNK` games at a time,
 so that the arrays of one chunk stay in the per-core cache. `Trictrac.step` and
-`agents.random_agent` are chunked as a whole, not only their game-minor parts: the
+`agents.uniform_legal` are chunked as a whole, not only their game-minor parts: the
 batch-first rest of a step (the state's 514-action mask and 217 observation) then stays in
 the cache too.
 
@@ -28,6 +28,8 @@ is a plain `jax.vmap` on a GPU (games the major axis: faster there at every batc
 measured, `python -m experiments.lowering_ab`, docs/speed.md); "gpu-games-last" is the GPU
 lowering with the games last, kept to be timed beside it. `any_nonzero` follows the games:
 an OR written out with the games last, a reduction with the games first.
+`agents.uniform_legal` draws by the lowering too (`Lowering.gumbel_draw`): both draws are
+uniform over the legal actions, from different random numbers.
 `ranking.candidate_worths` scores candidates in passes that the lowering sizes
 (`Lowering.candidates_per_game`, `candidates_per_pass`).
 `TRICTRAC_LOWERING=cpu|gpu|...` (or its former name `TRICTRAC_LANES`) forces a lowering on
@@ -67,6 +69,11 @@ class Lowering(NamedTuple):
     # transpose cancelling `game_minor`'s (else games last: "gpu-games-last", where games
     # first added kernels and a spill)
     mask_games_first: bool
+    # `agents.uniform_legal`: the argmax of one Gumbel draw per action (on a GPU one fused
+    # kernel; the running count that the other draw needs is several) ... else the
+    # (k + 1)-th legal action for one random integer k (on a CPU, 514 draws cost more than
+    # an engine step)
+    gumbel_draw: bool
     # `ranking.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
     # passes of `candidates_per_game` x games, while any remain) ...
@@ -84,10 +91,10 @@ class Lowering(NamedTuple):
 # iteration (`python -m experiments.recipes_h100`).
 LOWERINGS = {"cpu": Lowering(materialise_apart=True, chunked=True, gather=False,
                              bounded=False, games_last=True, mask_games_first=True,
-                             every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
+                             gumbel_draw=False, every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
              "gpu": Lowering(materialise_apart=False, chunked=False, gather=True,
                              bounded=True, games_last=False, mask_games_first=False,
-                             every_pair_up_to=32, candidates_per_game=32,
+                             gumbel_draw=True, every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536)}
 LOWERINGS["gpu-games-last"] = LOWERINGS["gpu"]._replace(games_last=True)
 
