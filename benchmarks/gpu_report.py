@@ -231,9 +231,10 @@ def markdown(result: dict) -> str:
         "on a GPU machine.", "", *carried_note(result.get("carried")),
         "## Random play", "",
         f"The two loops that `bench --gpu` times on a GPU ({RANDOM_STEPS} steps a call): "
-        "`plain`, a `lax.scan` of `env.step` from new games with one sampler uniform over the "
-        "legal mask for both games; `with resets`, the benchmark's loop (finished games "
-        f"re-initialised). Per step; `≤ {FEW_BLOCKS} blocks`: launches of kernels of "
+        "`plain`, a `lax.scan` of `env.step` from new games; `with resets`, the benchmark's "
+        "loop (finished games re-initialised); both draw each action uniformly over the legal "
+        "mask with `agents.uniform_legal` for both games (under the GPU lowering a Gumbel "
+        f"argmax). Per step; `≤ {FEW_BLOCKS} blocks`: launches of kernels of "
         f"{FEW_BLOCKS} blocks or fewer (the H100 has 132 multiprocessors); `spilling`: "
         "kernels that spill registers.", "",
         f"| games | env | loop | kernels | ≤ {FEW_BLOCKS} blocks | spilling | bytes/game-step | "
