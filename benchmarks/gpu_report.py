@@ -233,10 +233,10 @@ def markdown(result: dict) -> str:
         f"The two loops that `bench --gpu` times on a GPU ({RANDOM_STEPS} steps a call): "
         "`plain`, a `lax.scan` of `env.step` from new games; `with resets`, the benchmark's "
         "loop (finished games re-initialised); both draw each action uniformly over the legal "
-        "mask with `agents.uniform_legal` for both games (under the GPU lowering a Gumbel "
-        f"argmax). Per step; `≤ {FEW_BLOCKS} blocks`: launches of kernels of "
-        f"{FEW_BLOCKS} blocks or fewer (the H100 has 132 multiprocessors); `spilling`: "
-        "kernels that spill registers.", "",
+        "mask with `agents.uniform_legal` for both games. "
+        f"Per step; `≤ {FEW_BLOCKS} blocks`: launches of kernels of {FEW_BLOCKS} blocks or "
+        "fewer (the H100 has 132 multiprocessors); `spilling`: kernels that spill registers.",
+        "",
         f"| games | env | loop | kernels | ≤ {FEW_BLOCKS} blocks | spilling | bytes/game-step | "
         "device memory | estimated µs/step | estimated steps/s | trictrac / pgx (estimates) |",
         "|---|---|---|---|---|---|---|---|---|---|---|"]

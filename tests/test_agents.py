@@ -49,28 +49,50 @@ def test_agents_choose_legal_actions(positions):
     assert (first[live] == np.argmax(mask, -1)[live]).all()
 
 
-@pytest.mark.parametrize("name", ["cpu", "gpu"])
-def test_uniform_legal_draws_every_legal_action_equally_often_under_each_lowering(name):
+def test_uniform_legal_draws_every_legal_action_equally_often_under_each_lowering():
     """A hand-set mask of 514 actions with 7 legal ones (the first and last among them):
     35,000 draws take only those, each about 5,000 times (a chi-square of 6 degrees of
-    freedom below its 0.1% tail, 22.5), the same keys the same draws; a mask with none
-    legal draws A (as at a chance node)."""
+    freedom below its 0.1% tail, 22.5), the same keys the same draws under both lowerings
+    (a running count with the games last, words with the games first) and one game at a
+    time; a mask with none legal draws A (as at a chance node)."""
     legal = np.array([0, 3, 4, 100, 257, 400, 513])
     mask = jnp.zeros(NUM_ACTIONS, bool).at[legal].set(True)
     keys = jax.random.split(jax.random.PRNGKey(7), 35_000)
-    with lowering.forced(name):
-        jax.clear_caches()
-        draw = jax.jit(jax.vmap(uniform_legal, (0, None)))
-        drawn = np.asarray(draw(keys, mask))
-        assert np.array_equal(drawn, np.asarray(draw(keys, mask)))
-        none = np.asarray(draw(keys[:4], jnp.zeros(NUM_ACTIONS, bool)))
-        one = int(jax.jit(uniform_legal)(keys[0], mask))
+    drawn = {}
+    for name in ("cpu", "gpu"):
+        with lowering.forced(name):
+            jax.clear_caches()
+            draw = jax.jit(jax.vmap(uniform_legal, (0, None)))
+            drawn[name] = np.asarray(draw(keys, mask))
+            assert (np.asarray(draw(keys[:4], jnp.zeros(NUM_ACTIONS, bool))) == NUM_ACTIONS).all()
+            assert int(jax.jit(uniform_legal)(keys[5], mask)) == drawn[name][5]
     jax.clear_caches()
-    assert np.isin(drawn, legal).all() and one == drawn[0]
-    counts = np.array([(drawn == a).sum() for a in legal])
+    assert np.array_equal(drawn["cpu"], drawn["gpu"])
+    assert np.isin(drawn["cpu"], legal).all()
+    counts = np.array([(drawn["cpu"] == a).sum() for a in legal])
     expected = len(keys) / len(legal)
     assert ((counts - expected) ** 2 / expected).sum() < 22.5, counts
-    assert (none == NUM_ACTIONS).all()
+
+
+@pytest.mark.parametrize("lanes", [(), (3,)])
+def test_the_kth_true_by_words_is_the_counted_one(lanes):
+    """`arrays.kth_true_by_words` against `kth_true_counted` and a plain count, on hand-set
+    masks of 514 entries (Trues at the words' edges 31/32 and 511..513, a full mask, an
+    empty one) for every k up to one past the last True, one game and three games last."""
+    from trictrac_jax.arrays import kth_true_by_words, kth_true_counted
+    masks = np.zeros((4, 514), bool)
+    masks[0, [0, 31, 32, 63, 64, 300, 511, 512, 513]] = True
+    masks[1] = True
+    masks[3, [5, 6, 7, 200, 480]] = True
+    for k in range(515):
+        if lanes:
+            mask, ks = jnp.asarray(masks[[0, 1, 3]].T), jnp.full(lanes, k, jnp.int32)
+        else:
+            mask, ks = jnp.asarray(masks[k % 4]), jnp.int32(k)
+        by_words, counted = kth_true_by_words(mask, ks), kth_true_counted(mask, ks)
+        rows = masks[[0, 1, 3]] if lanes else masks[[k % 4]]
+        plain = [np.flatnonzero(r)[k] if k < r.sum() else 514 for r in rows]
+        assert np.array_equal(np.ravel(by_words), plain) and np.array_equal(np.ravel(counted), plain)
 
 
 @jax.jit

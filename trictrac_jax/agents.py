@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice
 from trictrac_jax.arrays import prefix_sum
-from trictrac_jax.lowering import batch_rule, cpu_chunked, current, game_minor
+from trictrac_jax.lowering import batch_rule, cpu_chunked, game_minor, kth_true
 from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import NUM_ACTIONS, score_lead
 from trictrac_jax.ranking import best_candidates
@@ -28,29 +28,28 @@ def random_agent(key, state):
 @cpu_chunked
 def uniform_legal(key, mask):
     """int32: an index uniform over the True entries of `mask` bool[A] (any environment's
-    legal-action mask; `jax.vmap` it for a batch), A if there is none.
+    legal-action mask, A < 65,536; `jax.vmap` it for a batch), A if there is none.
 
-    How it draws follows the lowering (`Lowering.gumbel_draw`): on a CPU one integer k
-    below the number of legal actions, then the (k + 1)-th legal one; on a GPU the argmax
-    of a Gumbel draw per action, which fuses into one kernel. The same key draws different
-    actions under the two lowerings.
+    One random 32-bit number r picks k = floor(r n / 2^32) below the n legal actions, then
+    the (k + 1)-th legal one is taken (`lowering.kth_true`): one number a game instead of
+    one Gumbel draw per action, which on a CPU cost more than an engine step. Each legal
+    action's chance is within 2^-32 of 1 / n. The same key draws the same action under
+    every lowering.
     """
-    if current().gumbel_draw:
-        drawn = jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
-        return jnp.where(jnp.any(mask), drawn, mask.shape[-1]).astype(jnp.int32)
-    k = jax.random.randint(key, (), 0, jnp.maximum(jnp.sum(mask), 1))
-    return _kth_true(mask, k)
+    if mask.shape[-1] >= 1 << 16:
+        raise ValueError(f"uniform_legal takes masks of fewer than 65,536 entries, got "
+                         f"{mask.shape[-1]}")
+    n = jnp.sum(mask, dtype=jnp.uint32)
+    return _kth_true(mask, _scaled_below(jax.random.bits(key, (), jnp.uint32), n))
 
 
-@game_minor
-def _kth_true(mask, k):
-    """Index of the (k + 1)-th True of bool[n, *games] along its first axis (n if none).
+def _scaled_below(bits, n):
+    """floor(bits * n / 2^32) for uint32 `bits` and n < 2^16, in 32-bit halves: int32."""
+    high, low = (bits >> 16) * n, (bits & 0xFFFF) * n
+    return ((high + (low >> 16)) >> 16).astype(jnp.int32)
 
-    The running count is taken games last (see lowering.py), then counted, not searched (it
-    never decreases).
-    """
-    count = prefix_sum(mask.astype(jnp.int16), axis=0)
-    return jnp.sum(count <= k, axis=0).astype(jnp.int32)
+
+_kth_true = game_minor(kth_true)
 
 
 def first_agent(key, state):

@@ -27,9 +27,9 @@ keeps a value out of its readers' kernels. `game_minor` puts the games last on C
 is a plain `jax.vmap` on a GPU (games the major axis: faster there at every batch size
 measured, `python -m experiments.lowering_ab`, docs/speed.md); "gpu-games-last" is the GPU
 lowering with the games last, kept to be timed beside it. `any_nonzero` follows the games:
-an OR written out with the games last, a reduction with the games first.
-`agents.uniform_legal` draws by the lowering too (`Lowering.gumbel_draw`): both draws are
-uniform over the legal actions, from different random numbers.
+an OR written out with the games last, a reduction with the games first; so does
+`kth_true` (the random agent's pick): a running count with the games last, words of 32
+entries with the games first (the same index).
 `ranking.candidate_worths` scores candidates in passes that the lowering sizes
 (`Lowering.candidates_per_game`, `candidates_per_pass`).
 `TRICTRAC_LOWERING=cpu|gpu|...` (or its former name `TRICTRAC_LANES`) forces a lowering on
@@ -47,7 +47,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 from jax.extend.core import jaxpr_as_fun
 
-from trictrac_jax.arrays import fold, spread
+from trictrac_jax.arrays import fold, kth_true_by_words, kth_true_counted, spread
 
 
 # On CPU, larger batches run this many games at a time: the largest chunk whose arrays stay
@@ -69,11 +69,6 @@ class Lowering(NamedTuple):
     # transpose cancelling `game_minor`'s (else games last: "gpu-games-last", where games
     # first added kernels and a spill)
     mask_games_first: bool
-    # `agents.uniform_legal`: the argmax of one Gumbel draw per action (on a GPU one fused
-    # kernel; the running count that the other draw needs is several) ... else the
-    # (k + 1)-th legal action for one random integer k (on a CPU, 514 draws cost more than
-    # an engine step)
-    gumbel_draw: bool
     # `ranking.candidate_worths`: with at most this many candidates a game, every (game,
     # candidate) pair is scored in a fixed number of passes (more: the valid ones only, in
     # passes of `candidates_per_game` x games, while any remain) ...
@@ -91,10 +86,10 @@ class Lowering(NamedTuple):
 # iteration (`python -m experiments.recipes_h100`).
 LOWERINGS = {"cpu": Lowering(materialise_apart=True, chunked=True, gather=False,
                              bounded=False, games_last=True, mask_games_first=True,
-                             gumbel_draw=False, every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
+                             every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
              "gpu": Lowering(materialise_apart=False, chunked=False, gather=True,
                              bounded=True, games_last=False, mask_games_first=False,
-                             gumbel_draw=True, every_pair_up_to=32, candidates_per_game=32,
+                             every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536)}
 LOWERINGS["gpu-games-last"] = LOWERINGS["gpu"]._replace(games_last=True)
 
@@ -277,6 +272,20 @@ def any_nonzero(values):
     if current().games_last:
         return fold(jnp.bitwise_or, values) != 0
     return jnp.any(values != 0, axis=0)
+
+
+def kth_true(mask, k):
+    """int32[*lanes]: the index of the (k + 1)-th True of bool[n, *lanes] (n if none).
+
+    With the games last a running count over the n entries (`arrays.kth_true_counted`,
+    vectorised along the games); with the games first through words of 32 entries
+    (`arrays.kth_true_by_words`): over 514 entries the running count is a scan of several
+    kernels on a GPU, and a Gumbel argmax instead draws a random number per entry
+    (`bench --h100`: 11% less time a step at 32,768 games than that argmax). The same index
+    either way."""
+    if current().games_last:
+        return kth_true_counted(mask, k)
+    return kth_true_by_words(mask, k)
 
 
 def kernel_boundary(values):
