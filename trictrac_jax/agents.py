@@ -28,25 +28,15 @@ def random_agent(key, state):
 @cpu_chunked
 def uniform_legal(key, mask):
     """int32: an index uniform over the True entries of `mask` bool[A] (any environment's
-    legal-action mask, A < 65,536; `jax.vmap` it for a batch), A if there is none.
+    legal-action mask; `jax.vmap` it for a batch), A if there is none.
 
-    One random 32-bit number r picks k = floor(r n / 2^32) below the n legal actions, then
-    the (k + 1)-th legal one is taken (`lowering.kth_true`): one number a game instead of
-    one Gumbel draw per action, which on a CPU cost more than an engine step. Each legal
-    action's chance is within 2^-32 of 1 / n. The same key draws the same action under
+    Draws one integer k below the number of legal actions, then takes the (k + 1)-th legal
+    one (`lowering.kth_true`): one number a game instead of one Gumbel draw per action,
+    which on a CPU cost more than an engine step. The same key draws the same action under
     every lowering.
     """
-    if mask.shape[-1] >= 1 << 16:
-        raise ValueError(f"uniform_legal takes masks of fewer than 65,536 entries, got "
-                         f"{mask.shape[-1]}")
-    n = jnp.sum(mask, dtype=jnp.uint32)
-    return _kth_true(mask, _scaled_below(jax.random.bits(key, (), jnp.uint32), n))
-
-
-def _scaled_below(bits, n):
-    """floor(bits * n / 2^32) for uint32 `bits` and n < 2^16, in 32-bit halves: int32."""
-    high, low = (bits >> 16) * n, (bits & 0xFFFF) * n
-    return ((high + (low >> 16)) >> 16).astype(jnp.int32)
+    k = jax.random.randint(key, (), 0, jnp.maximum(jnp.sum(mask), 1))
+    return _kth_true(mask, k)
 
 
 _kth_true = game_minor(kth_true)
