@@ -84,6 +84,14 @@ def kth_true_counted(mask, k):
 WORD_BITS = 32
 
 
+def word_of(bits, axis):
+    """uint32[...]: bool `bits` packed along `axis` (bit k = entry k; at most 32)."""
+    shape = [1] * bits.ndim
+    shape[axis] = bits.shape[axis]
+    weights = (np.uint32(1) << jnp.arange(bits.shape[axis], dtype=jnp.uint32)).reshape(shape)
+    return jnp.sum(jnp.where(bits, weights, np.uint32(0)), axis=axis, dtype=jnp.uint32)
+
+
 def kth_true_by_words(mask, k):
     """`kth_true_counted` through words of 32 entries: the mask packed into ceil(n / 32)
     words, the word holding the wanted True found by the words' running counts of set bits,
@@ -92,9 +100,7 @@ def kth_true_by_words(mask, k):
     n, lanes = mask.shape[0], mask.shape[1:]
     num_words = -(-n // WORD_BITS)
     bits = jnp.pad(mask, [(0, num_words * WORD_BITS - n)] + [(0, 0)] * len(lanes))
-    bits = bits.reshape((num_words, WORD_BITS) + lanes)
-    weights = leading(np.uint32(1) << np.arange(WORD_BITS, dtype=np.uint32), len(lanes))
-    words = jnp.sum(jnp.where(bits, weights, np.uint32(0)), axis=1, dtype=jnp.uint32)
+    words = word_of(bits.reshape((num_words, WORD_BITS) + lanes), 1)
     counts = jax.lax.population_count(words).astype(jnp.int32)
     upto = prefix_sum(counts)
     passed = upto <= k  # the words wholly before the wanted True

@@ -280,9 +280,8 @@ def kth_true(mask, k):
     With the games last a running count over the n entries (`arrays.kth_true_counted`,
     vectorised along the games); with the games first through words of 32 entries
     (`arrays.kth_true_by_words`): over 514 entries the running count is a scan of several
-    kernels on a GPU, and a Gumbel argmax instead draws a random number per entry
-    (`bench --h100`: 11% less time a step at 32,768 games than that argmax). The same index
-    either way."""
+    kernels on a GPU, and a Gumbel argmax instead draws a random number per entry. The same
+    index either way."""
     if current().games_last:
         return kth_true_counted(mask, k)
     return kth_true_by_words(mask, k)

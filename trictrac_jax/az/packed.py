@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-WORD_BITS = 32
+from trictrac_jax.arrays import WORD_BITS, word_of
+
 SMALL = 32  # elements an entry, at most, of a leaf packed into the words
 
 
@@ -75,8 +76,7 @@ def _leaf_words(x: jax.Array, batch_ndim: int) -> jax.Array:
     if flat.dtype == jnp.bool_:
         pad = -flat.shape[-1] % WORD_BITS
         flat = jnp.pad(flat, [(0, 0)] * batch_ndim + [(0, pad)])
-        bits = flat.reshape(batch + (-1, WORD_BITS)).astype(jnp.uint32) << _bit_index()
-        return jnp.sum(bits, -1, dtype=jnp.uint32)  # distinct bits: the sum is their OR
+        return word_of(flat.reshape(batch + (-1, WORD_BITS)), -1)
     if flat.dtype.itemsize < 4:
         flat = flat.astype(jnp.int32)
     return jax.lax.bitcast_convert_type(flat, jnp.uint32)

@@ -22,6 +22,7 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax.board import NUM_FIELDS
+from trictrac_jax.arrays import word_of
 from trictrac_jax.lowering import any_nonzero
 
 # Shape-named types (all `jax.Array`; `lanes`: the games' trailing axes, none for one).
@@ -72,14 +73,6 @@ def against(x, lanes):
 
 def lanes_of(words: RowWords):
     return words.shape[2:]
-
-
-def word_of(bits, axis):
-    """uint32[...]: bool `bits` packed along `axis` (bit k = entry k; at most 32)."""
-    shape = [1] * bits.ndim
-    shape[axis] = bits.shape[axis]
-    weights = (U32(1) << jnp.arange(bits.shape[axis], dtype=U32)).reshape(shape)
-    return jnp.sum(jnp.where(bits, weights, U32(0)), axis=axis, dtype=U32)
 
 
 def keep(cond, word):
