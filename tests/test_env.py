@@ -203,7 +203,10 @@ def test_illegal_action_loses_and_terminal_is_absorbing():
     assert bool(out.legal_action_mask.all())
     again = STEP(out, 5, jax.random.PRNGKey(3))
     assert bool(again.terminated) and not bool(again.rewards.any())
-    assert bool(jnp.array_equal(again._board, out._board))
+    assert _same(again, out.replace(rewards=jnp.zeros(2, jnp.float32)))
+    # a finished game's mask is all True, as the step writes it (it does not read the old)
+    hand_made = out.replace(legal_action_mask=jnp.zeros_like(out.legal_action_mask))
+    assert bool(STEP(hand_made, 5, jax.random.PRNGKey(3)).legal_action_mask.all())
     # out-of-range action indices are illegal too
     for bad in (-1, 514, 10_000):
         out = STEP(state, bad, jax.random.PRNGKey(2))

@@ -147,6 +147,9 @@ def step(state: State, action, key, max_steps: int | None = DEFAULT_MAX_STEPS) -
 def _decide_and_roll(state: State, action, key, max_steps: int | None) -> State:
     """`step`; batches of several CPU chunks run chunk by chunk (lowering.py)."""
     after = _deterministic(state, action, max_steps, observed=False)
+    # `after` is a chance node, whose mask the roll writes, or a finished game, whose mask is
+    # all True (state.py): stated, so that the step does not read the old state's mask
+    after = after.replace(legal_action_mask=jnp.ones(NUM_ACTIONS, bool))
     rolled = _chance(after, sample_outcome(key), max_steps, observed=False)
     # observed once, on the final state, rather than after each half
     return rolled.replace(rewards=after.rewards + rolled.rewards, observation=observe(rolled))

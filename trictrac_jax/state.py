@@ -39,7 +39,7 @@ class State:
     rewards: jax.Array  # float32[2], by colour, zero-sum
     terminated: jax.Array
     truncated: jax.Array
-    legal_action_mask: jax.Array  # bool[514]
+    legal_action_mask: jax.Array  # bool[514]; all True once the game is over
     _is_chance: jax.Array  # True while waiting for the dice (afterstate)
     _step_count: jax.Array  # decisions taken so far
     _board: jax.Array  # int8[24]: >0 White, <0 Black; index i = field i+1
