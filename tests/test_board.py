@@ -95,8 +95,9 @@ def test_checkers_are_numbered_from_field_1():
     """Checker ordinals count own checkers up to each field: with 2 on 3 and 1 on 7,
     checkers 1 and 2 are on 3, checker 3 on 7, checker 4 nowhere (0)."""
     board = view({3: 2, 7: 1}, {5: 2})
-    upto = B.checkers_upto(board)
-    assert [int(B.checker_field(upto, n)) for n in range(5)] == [0, 3, 3, 7, 0]
+    own = np.maximum(board, 0)
+    assert [int(B.checker_field(own, n)) for n in range(5)] == [0, 3, 3, 7, 0]
+    assert _np(B.checker_field(own[:, None], np.arange(5))) == [0, 3, 3, 7, 0]  # games last
     assert _np(np.asarray(B.cumulative_checkers(board))[[0, 3, 7, 24]]) == [0, 2, 3, 3]
 
 

@@ -117,6 +117,19 @@ def kth_true_by_words(mask, k):
     return jnp.where(index < num_words, index * WORD_BITS + bit, n).astype(jnp.int32)
 
 
+def stack_rows(values):
+    """`jnp.stack(values)` [n, *lanes] of arrays of one shape, written as selects on the row
+    number: XLA fuses them into each kernel that reads a row, where on a GPU a stack of a
+    game's few values is a kernel of its own (one thread a game)."""
+    values = [jnp.asarray(v) for v in values]
+    shape = jnp.broadcast_shapes(*(v.shape for v in values))
+    row = leading(np.arange(len(values)), len(shape))
+    out = jnp.broadcast_to(values[-1], shape)[None]
+    for i in range(len(values) - 2, -1, -1):
+        out = jnp.where(row == i, values[i][None], out)
+    return out
+
+
 def select_tree(pred, on_true, on_false):
     """The pytree `on_true` where `pred`, else `on_false`: `pred` bool[*batch] against leaves
     [*batch, ...] (a scalar for one game, [B] for a batch)."""

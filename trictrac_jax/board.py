@@ -159,14 +159,20 @@ def cumulative_checkers(board):
     return jnp.concatenate([jnp.zeros((1,) + board.shape[1:], jnp.int32), checkers_upto(board)])
 
 
-def checker_field(upto, ordinal):
-    """Field of the `ordinal`-th own checker (numbered from field 1) given `checkers_upto`;
-    0 if none. One plus the fields that hold fewer checkers up to them: a sum, where a
-    search for the first field holding enough would read `upto` through a second
-    reduction."""
+def checker_field(own, ordinal):
+    """Field (1..24) of the `ordinal`-th checker, numbered from field 1, of `own` checkers a
+    field (int[24, *lanes], or 24 arrays [*lanes]); 0 if there is none or `ordinal` < 1.
+
+    A running count along the fields, each step elementwise on the games: on a GPU one
+    thread a game computes it in the kernel of its readers, where `checkers_upto` and a
+    count of the fields below it were two kernels of their own."""
     ordinal = jnp.asarray(ordinal)
-    below = fold(jnp.add, (upto < ordinal[None]).astype(jnp.int32))
-    return jnp.where((ordinal >= 1) & (below < NUM_FIELDS), below + 1, 0)
+    seen = jnp.zeros(jnp.broadcast_shapes(jnp.shape(own[0]), ordinal.shape), jnp.int32)
+    field = jnp.zeros_like(seen)
+    for f in range(NUM_FIELDS):
+        seen = seen + own[f]
+        field = jnp.where((field == 0) & (seen >= ordinal), f + 1, field)
+    return jnp.where(ordinal >= 1, field, 0)
 
 
 def apply_move(board, frm, to):

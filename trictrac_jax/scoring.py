@@ -63,7 +63,7 @@ def _hits(board, dice):
     lanes = board.shape[1:]
     board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)  # narrow [24, 3] arrays
     v0, v1 = dice[0], dice[1]
-    steps = jnp.stack([v0, v1, v0 + v1])  # [3, *lanes]
+    steps = A.stack_rows([v0, v1, v0 + v1])  # [3, *lanes]
     to = A.leading(B.FIELDS, 1 + len(lanes)) + steps[None]  # [24, 3, *lanes]
     target = B.ahead(board, steps, max_distance=12)  # [24, 3, *lanes]
     hit = (board[:, None] > 0) & (to <= NUM_FIELDS) & (target == -1)
@@ -93,22 +93,26 @@ def _missing_for_quarter(board):
     quarter; the first quarter missing fewer than 3 checkers is taken, and counts as
     missing none when the mover can no longer fill it.
     """
-    q = B.quarters(board)  # [4, 6, *lanes]
-    fields = [q[:, k] for k in range(6)]  # 6 x [4, *lanes]: each quarter's k-th field
-    # the fields after the quarter's last opponent checker (no opponent from there on);
-    # field by field, not stacked: a GPU kernel fuses these into their readers
-    after = [fields[5] >= 0]
-    for k in range(4, -1, -1):
-        after.insert(0, after[0] & (fields[k] >= 0))
-    missing = sum(jnp.where(a, jnp.clip(2 - f, 0, 2), 0) for a, f in zip(after, fields))
-    first = _first_true([a & (f < 2) for a, f in zip(after, fields)], none=0)  # [4, *lanes]
-    found = missing < 3
-    quarter = _first_true([found[k] for k in range(4)], none=4)
-    n = jnp.where(quarter < 4, lookup(missing, quarter), 3)
-    quarter = jnp.where(quarter < 4, quarter, 0)
-    fillable = lookup(B.own_fillable_quarters(board), quarter)
-    n = jnp.where((n > 0) & (n < 3) & ~fillable, 0, n)
-    return n, 6 * quarter + lookup(first, quarter) + 1
+    # quarter by quarter, field by field: per-game values, which a GPU computes with one
+    # thread a game in one kernel (arrays over the quarters were kernels of their own)
+    fillable = B.own_fillable_quarters(board)
+    n, found = 3, False
+    for quarter in range(4):
+        fields = [board[6 * quarter + k] for k in range(6)]
+        # the fields after the quarter's last opponent checker (no opponent from there on)
+        after = [fields[5] >= 0]
+        for k in range(4, -1, -1):
+            after.insert(0, after[0] & (fields[k] >= 0))
+        missing = sum(jnp.where(a, jnp.clip(2 - f, 0, 2), 0) for a, f in zip(after, fields))
+        first = 6 * quarter + 1 + _first_true([a & (f < 2) for a, f in zip(after, fields)],
+                                              none=0)
+        if quarter == 0:  # when no quarter is taken: 3 missing, quarter 0's first field
+            dest, fill = first, fillable[0]
+        take = ~found & (missing < 3)
+        n = jnp.where(take, missing, n)
+        dest, fill = jnp.where(take, first, dest), jnp.where(take, fillable[quarter], fill)
+        found |= missing < 3
+    return jnp.where((n > 0) & (n < 3) & ~fill, 0, n), dest
 
 
 def _origins(dice, dest):
@@ -171,8 +175,8 @@ def _filling_reaches(board, dice, lists: moves.MoveLists):
     `seqs` that bring one from it, bool[*lanes]: the origin counts)."""
     # per game, read by kernels over the candidates' words: computed once (fused into them
     # on a GPU, each thread summed the fields for the fillable quarters again)
-    missing, dest = kernel_boundary(_missing_for_quarter(board))
-    dest = dest.astype(jnp.int8)  # narrow, as the candidates' rows
+    missing, dest = _missing_for_quarter(board)
+    missing, dest = kernel_boundary((missing, dest.astype(jnp.int8)))  # narrow, as the rows
     seqs = moves.first_listed(lists.filling, lists.candidates)
     r = lists.candidates.rows
     origins, distinct = _origins(dice, dest)

@@ -162,14 +162,15 @@ def decode(board, dice, action):
     die_first = jnp.where(code < ORDER_ACTIONS, dice[0], dice[1])
     die_second = jnp.where(code < ORDER_ACTIONS, dice[1], dice[0])
     code = code % ORDER_ACTIONS
-    upto = B.checkers_upto(board)
-    from1 = B.checker_field(upto, code // CHECKERS)
+    own = jnp.maximum(board, 0)
+    from1 = B.checker_field(own, code // CHECKERS)
     to1 = jnp.where(from1 + die_first > NUM_FIELDS, 0, from1 + die_first)
-    # the checkers up to each field after the first move (one leaves from1, one arrives)
-    fields = jnp.arange(1, NUM_FIELDS + 1)
+    # the own checkers a field after the first move (one leaves from1, one arrives), field
+    # by field: on a GPU no array of its own between the two searches
     moved = from1 > 0
-    upto = upto - (moved & (fields >= from1)) + (moved & (to1 > 0) & (fields >= to1))
-    from2 = B.checker_field(upto, code % CHECKERS)
+    own = [own[f] - (moved & (from1 == f + 1)) + (moved & (to1 > 0) & (to1 == f + 1))
+           for f in range(NUM_FIELDS)]
+    from2 = B.checker_field(own, code % CHECKERS)
     to2 = jnp.where(from2 + die_second > NUM_FIELDS, 0, from2 + die_second)
     puissance = (to1 == OPP_CORNER) & (to2 == OPP_CORNER)
     to1, to2 = jnp.where(puissance, OWN_CORNER, to1), jnp.where(puissance, OWN_CORNER, to2)
