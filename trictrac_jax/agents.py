@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice
 from trictrac_jax.arrays import prefix_sum
-from trictrac_jax.lowering import batch_rule, cpu_chunked, game_minor, kth_true
+from trictrac_jax.lowering import batch_rule, count_true, cpu_chunked, game_minor, kth_true
 from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import NUM_ACTIONS, score_lead
 from trictrac_jax.ranking import best_candidates
@@ -35,7 +35,7 @@ def uniform_legal(key, mask):
     which on a CPU cost more than an engine step. The same key draws the same action under
     every lowering.
     """
-    k = jax.random.randint(key, (), 0, jnp.maximum(jnp.sum(mask), 1))
+    k = jax.random.randint(key, (), 0, jnp.maximum(count_true(mask), 1))
     return _kth_true(mask, k)
 
 

@@ -92,22 +92,38 @@ def word_of(bits, axis):
     return jnp.sum(jnp.where(bits, weights, np.uint32(0)), axis=axis, dtype=jnp.uint32)
 
 
-def kth_true_by_words(mask, k):
-    """`kth_true_counted` through words of 32 entries: the mask packed into ceil(n / 32)
-    words, the word holding the wanted True found by the words' running counts of set bits,
-    then its bit by halving the word five times. A few operations a game on 17 words (514
-    entries), where a running count over the n entries takes a scan."""
+def true_words(mask):
+    """uint32[ceil(n / 32), *lanes]: bool[n, *lanes] packed 32 entries a word."""
     n, lanes = mask.shape[0], mask.shape[1:]
     num_words = -(-n // WORD_BITS)
     bits = jnp.pad(mask, [(0, num_words * WORD_BITS - n)] + [(0, 0)] * len(lanes))
-    words = word_of(bits.reshape((num_words, WORD_BITS) + lanes), 1)
-    counts = jax.lax.population_count(words).astype(jnp.int32)
-    upto = prefix_sum(counts)
-    passed = upto <= k  # the words wholly before the wanted True
-    index = jnp.sum(passed, axis=0, dtype=jnp.int32)
-    rank = k - jnp.sum(jnp.where(passed, counts, 0), axis=0)  # its rank in its word
-    word = jnp.sum(jnp.where(~passed & (upto - counts <= k), words, np.uint32(0)), axis=0,
-                   dtype=jnp.uint32)
+    return word_of(bits.reshape((num_words, WORD_BITS) + lanes), 1)
+
+
+def count_true_by_words(mask):
+    """int32[*lanes]: the Trues of bool[n, *lanes], counted on its `true_words`."""
+    counts = jax.lax.population_count(true_words(mask)).astype(jnp.int32)
+    return fold(jnp.add, counts)
+
+
+def kth_true_by_words(mask, k):
+    """`kth_true_counted` through words of 32 entries: the mask packed into ceil(n / 32)
+    words, the word holding the wanted True found by a running count of their set bits,
+    word by word, then its bit by halving the word five times. A few operations a game on
+    17 words (514 entries), which a GPU runs with one thread a game in one kernel, where a
+    running count over the n entries takes a scan."""
+    n, lanes = mask.shape[0], mask.shape[1:]
+    words = true_words(mask)
+    num_words = words.shape[0]
+    k = jnp.asarray(k, jnp.int32)
+    shape = jnp.broadcast_shapes(lanes, k.shape)
+    index, rank = jnp.full(shape, num_words, jnp.int32), k
+    word, seen = jnp.zeros(shape, jnp.uint32), jnp.zeros(shape, jnp.int32)
+    for w in range(num_words):
+        count = jax.lax.population_count(words[w]).astype(jnp.int32)
+        here = (index == num_words) & (seen + count > k)  # the first word reaching past k
+        index, rank = jnp.where(here, w, index), jnp.where(here, k - seen, rank)
+        word, seen = jnp.where(here, words[w], word), seen + count
     bit = jnp.zeros_like(index)
     for width in (16, 8, 4, 2, 1):
         low = (word >> bit.astype(jnp.uint32)) & np.uint32((1 << width) - 1)

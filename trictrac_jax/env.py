@@ -45,7 +45,7 @@ import numpy as np
 from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax import scoring
-from trictrac_jax.arrays import select_tree
+from trictrac_jax.arrays import fold, select_tree
 from trictrac_jax.lowering import cpu_chunked, kernel_boundary
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
@@ -273,8 +273,14 @@ def _decide(state: State, action) -> State:
 
     view = B.view_board(state._board, mover)
     pair = moves.decode(view, state._dice, action)
-    view = B.apply_move(B.apply_move(view, pair[0], pair[1]), pair[2], pair[3])
-    moved = state.replace(_board=B.real_board(view, mover))
+    # the last checker borne off: as many borne off (a move to 0) as the mover had, counted
+    # on the old view (a GPU then needs no kernel between the new board and these values)
+    first_off, second_off = (pair[0] > 0) & (pair[1] == 0), (pair[2] > 0) & (pair[3] == 0)
+    all_off = fold(jnp.add, jnp.maximum(view, 0)) == first_off.astype(jnp.int32) + second_off
+    # the pair's change on the view, mirrored and added: the new board is elementwise in
+    # the old one, which XLA then updates in place (a mirrored board it copied)
+    change = B.apply_move(B.apply_move(jnp.zeros_like(view), pair[0], pair[1]), pair[2], pair[3])
+    moved = state.replace(_board=state._board + B.real_board(change, mover))
     # Bearing off the last checker: the opponent marks his points, then a new setting with
     # the same player to move. Otherwise the opponent marks his points and moves next.
     bore_off, _ = _mark(moved, other, state._dice_points[1], other)
@@ -284,7 +290,7 @@ def _decide(state: State, action) -> State:
     won = new_hole & (passed._holes[other] >= WINNING_HOLES)
     passed = passed.replace(_turn_stage=jnp.int32(TS_ROLL_DICE),
                             _stage=jnp.where(won, STAGE_ENDED, passed._stage))
-    moved = select_tree(jnp.sum(jnp.maximum(view, 0)) == 0, bore_off, passed)
+    moved = select_tree(all_off, bore_off, passed)
     return select_tree(action == 1, gone, moved)
 
 

@@ -47,7 +47,8 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 from jax.extend.core import jaxpr_as_fun
 
-from trictrac_jax.arrays import fold, kth_true_by_words, kth_true_counted, spread
+from trictrac_jax.arrays import (count_true_by_words, fold, kth_true_by_words,
+                                 kth_true_counted, spread)
 
 
 # On CPU, larger batches run this many games at a time: the largest chunk whose arrays stay
@@ -285,6 +286,15 @@ def kth_true(mask, k):
     if current().games_last:
         return kth_true_counted(mask, k)
     return kth_true_by_words(mask, k)
+
+
+def count_true(mask):
+    """int32[*lanes]: the Trues of bool[n, *lanes]. With the games first on the words that
+    `kth_true` packs (`arrays.count_true_by_words`; XLA computes them once for both), else
+    a sum."""
+    if current().games_last:
+        return jnp.sum(mask, axis=0, dtype=jnp.int32)
+    return count_true_by_words(mask)
 
 
 def kernel_boundary(values):
