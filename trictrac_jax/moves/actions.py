@@ -162,7 +162,7 @@ def decode(board, dice, action):
     die_first = jnp.where(code < ORDER_ACTIONS, dice[0], dice[1])
     die_second = jnp.where(code < ORDER_ACTIONS, dice[1], dice[0])
     code = code % ORDER_ACTIONS
-    own = jnp.maximum(board, 0)
+    own = [jnp.maximum(board[f], 0) for f in range(NUM_FIELDS)]  # field by field, as below
     from1 = B.checker_field(own, code // CHECKERS)
     to1 = jnp.where(from1 + die_first > NUM_FIELDS, 0, from1 + die_first)
     # the own checkers a field after the first move (one leaves from1, one arrives), field
