@@ -13,6 +13,11 @@ On game-minor arrays, on the CPU:
 * a gather is slower than a select over the possible shifts (the checkers 1..6 fields
   ahead, per die): `board.ahead`;
 * a small reduction read by several fusions becomes an array of its own: `fold`.
+
+On a GPU, with the games first, an array of a game's few values (24 fields, a stack of two
+or three) is often a kernel of its own, one thread a game: values that a game's thread can
+compute in its reader's kernel are written field by field (running counts in
+`board.checker_field`, `kth_true_by_words`; `stack_rows`).
 """
 from __future__ import annotations
 

@@ -29,7 +29,8 @@ measured, `python -m experiments.lowering_ab`, docs/speed.md); "gpu-games-last" 
 lowering with the games last, kept to be timed beside it. `any_nonzero` follows the games:
 an OR written out with the games last, a reduction with the games first; so does
 `kth_true` (the random agent's pick): a running count with the games last, words of 32
-entries with the games first (the same index).
+entries with the games first (the same index), and `count_true`: a sum with the games last,
+the same words' set bits with the games first.
 `ranking.candidate_worths` scores candidates in passes that the lowering sizes
 (`Lowering.candidates_per_game`, `candidates_per_pass`).
 `TRICTRAC_LOWERING=cpu|gpu|...` (or its former name `TRICTRAC_LANES`) forces a lowering on

@@ -17,7 +17,7 @@ from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax.board import NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
-from trictrac_jax.lowering import game_minor, kernel_boundary, lookup
+from trictrac_jax.lowering import game_minor, kernel_boundary, lookup, materialised
 from trictrac_jax.moves.layout import (ALL, CHAINED, IS_PUISSANCE_ROW, against,
                                        second_move_word, slot_bit)
 
@@ -85,6 +85,7 @@ def _first_true(masks, none):
     return jnp.where(first < n, first, none)
 
 
+@materialised
 def _missing_for_quarter(board):
     """The reference's quarter-filling candidate: (number of checkers missing 0..2, or 3 for
     none; first missing field).

@@ -151,6 +151,7 @@ def legal_moves(board, dice):
     return move_actions(lists), lists.some
 
 
+@materialised
 def decode(board, dice, action):
     """Move pair int32[4] of a Move action index (2..513) on view board int32[24].
 

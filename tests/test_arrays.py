@@ -1,0 +1,25 @@
+"""The array helpers the rules are written with (trictrac_jax/arrays.py), on hand-set values."""
+import jax.numpy as jnp
+import numpy as np
+
+from trictrac_jax import arrays as A
+
+
+def test_stack_rows_is_a_stack_of_values_of_one_shape():
+    """One game (scalars), games last, and a scalar broadcast against games."""
+    assert np.array_equal(A.stack_rows([jnp.int8(3), jnp.int8(-2), jnp.int8(5)]), [3, -2, 5])
+    games = [jnp.array([1, 2, 3]), jnp.array([4, 5, 6])]
+    assert np.array_equal(A.stack_rows(games), np.stack([np.array(g) for g in games]))
+    assert np.array_equal(A.stack_rows([jnp.array([7, 8]), 9]), [[7, 8], [9, 9]])
+    assert A.stack_rows([jnp.int8(1), jnp.int8(2)]).dtype == jnp.int8
+
+
+def test_legal_actions_are_counted_on_the_words():
+    """`count_true_by_words` against a plain count: Trues at the words' edges, a full mask,
+    an empty one, one game and three games last."""
+    masks = np.zeros((3, 514), bool)
+    masks[0, [0, 31, 32, 63, 64, 300, 511, 512, 513]] = True
+    masks[1] = True
+    for mask in masks:
+        assert int(A.count_true_by_words(jnp.asarray(mask))) == mask.sum()
+    assert np.array_equal(A.count_true_by_words(jnp.asarray(masks.T)), masks.sum(1))
