@@ -7,6 +7,8 @@ checks the engine lists exactly those: the legal Move actions, each decoded to i
 (or field 1 when the mover bears off): too few to fill a quarter, so the opponent's-quarter
 rule never applies unless a test says so.
 """
+import importlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -235,6 +237,27 @@ def test_the_words_layout_packs_the_grid_with_a_puissance_row():
         in_pass = order[(L.PASS_OF == p) & (order < L.NO_ORDER)]
         assert order[at] == in_pass.max() == (p + 1) * L.REFERENCE_PASS_SIZE - 1
 
+
+
+def test_the_position_numbers_own_fields_and_orders_the_dice(lowering):
+    """Own checkers on 2 (3), 4 (1), 20 (2) and 24 (1), the opponent's on 7 (1) and 22 (2),
+    2-5: slots 0..3 are fields 2, 4, 20, 24 with their counts (the others none), the first
+    pass plays the 5 first and the second the 2, and each slot's move with a pass's die
+    lands where the board says: the opponent's 7 and 22, the own 4, nothing beyond 24 or
+    from an unused slot."""
+    C = importlib.import_module("trictrac_jax.moves.candidates")  # the module, not the function
+    board = view({2: 3, 4: 1, 20: 2, 24: 1}, {7: 1, 22: 2})
+    with forced(lowering):
+        p = jax.jit(C.position)(jnp.asarray(board), jnp.asarray([2, 5]))
+        landing = np.asarray(jax.jit(C._landing)(p.board, p.slot_field, p.die_a))
+    assert list(np.asarray(p.slot_field)) == [2, 4, 20, 24] + [0] * 13
+    assert list(np.asarray(p.slot_count)) == [3, 1, 2, 1] + [0] * 13
+    assert list(np.asarray(p.die_a)) == [5, 2] and list(np.asarray(p.die_b)) == [2, 5]
+    # with the 5: 2 -> 7, 4 -> 9, 20 and 24 beyond 24; with the 2: 2 -> 4, 4 -> 6, 20 -> 22,
+    # 24 beyond 24
+    assert landing.shape == (2, 17)
+    assert list(landing[0, :4]) == [-1, 0, 0, 0] and list(landing[1, :4]) == [1, 0, -2, 0]
+    assert not landing[:, 4:].any()
 
 
 # --- the words' own rules: the chained slot, dedup, the first legal pair, a set's probe ---

@@ -30,7 +30,7 @@ import numpy as np
 
 from trictrac_jax import arrays as A
 from trictrac_jax import board as B
-from trictrac_jax.board import LAST_QUARTER, NO_FIELD, OFF, OPP_CORNER, OWN_CORNER
+from trictrac_jax.board import LAST_QUARTER, NO_FIELD, NUM_FIELDS, OFF, OPP_CORNER, OWN_CORNER
 from trictrac_jax.lowering import lookup, materialised
 from trictrac_jax.moves.layout import (ALL, BELOW_ROW, CHAINED, IS_PUISSANCE_ROW, NO_SECOND,
                                        NUM_FIRST, NUM_PASSES, NUM_ROWS, NUM_SLOTS, ROW_BIT, U32,
@@ -58,8 +58,6 @@ class Position(NamedTuple):
     dice: jnp.ndarray  # int8[2]
     die_a: jnp.ndarray  # int8[2]: the die of the first move, per pass (bigger die first)
     die_b: jnp.ndarray  # int8[2]: the die of the second move
-    ahead_a: jnp.ndarray  # int8[24, 2]: the checkers on field + die_a, per field and pass
-    ahead_b: jnp.ndarray  # int8[24, 2]: on field + die_b
     forbid: jnp.ndarray  # bool: no bearing off this roll (`board.forbid_exits`)
     corner: jnp.ndarray  # int8: checkers on the own corner
     opp_fillable: jnp.ndarray  # bool[4]: quarters the opponent can still fill
@@ -70,20 +68,19 @@ class Position(NamedTuple):
     # own checkers (NO_FIELD: none)
     # Own fields by slot (slot k: the k-th own field from field 1). Slots 15 and 16 are
     # never occupied, so per-slot arrays have the 17 entries of a second slot.
-    in_slot: jnp.ndarray  # bool[17, 24]: field f is the field of slot k
     slot_field: jnp.ndarray  # int8[17]: the field of each slot, 0 for unused slots
     slot_count: jnp.ndarray  # int8[17]: own checkers on it
 
 
-def _slot_value(in_slot, per_field):
-    """int8[17, *lanes]: the value of `per_field` [24, *lanes] at each slot's field."""
-    return jnp.sum(jnp.where(in_slot, per_field, 0), axis=1, dtype=jnp.int8)
+def _landing(board, field, die):
+    """int8[2, S, *lanes]: the checkers on `field` + `die` per pass (`field` int8[S,
+    *lanes], 0 for none; `die` int8[2, *lanes]), 0 beyond field 24 or without a field.
 
-
-def _at_slots(in_slot, per_field):
-    """[24, 2, *lanes] per field and pass -> int8[2, 17, *lanes] per pass and slot."""
-    return jnp.swapaxes(jnp.sum(jnp.where(in_slot[:, :, None], per_field[None], 0), axis=1,
-                                dtype=jnp.int8), 0, 1)
+    Looked up on the board (`lowering.lookup`: on a GPU a gather fused into its readers),
+    where the board shifted by each die and summed over each slot's field took a GPU
+    kernel a reduction."""
+    to = field[None] + die[:, None]
+    return B.at_field(board, jnp.where((field[None] > 0) & (to <= NUM_FIELDS), to, 0))
 
 
 @materialised
@@ -91,8 +88,10 @@ def position(board, dice) -> Position:
     """The `Position` of view board int[24, *lanes] and dice int[2, *lanes], in int8 where
     a value is a field number, a checker count or a die."""
     board, dice = board.astype(jnp.int8), dice.astype(jnp.int8)
-    d_max, d_min = jnp.maximum(dice[0], dice[1]), jnp.minimum(dice[0], dice[1])
-    die_a, die_b = jnp.stack([d_max, d_min]), jnp.stack([d_min, d_max])
+    # the dice or their reverse, not a stack of the bigger and the smaller: on a GPU a stack
+    # of a game's two values is a kernel of its own
+    die_a = jnp.where(dice[0] >= dice[1], dice, dice[::-1])
+    die_b = die_a[::-1]
     fields = A.leading(B.FIELDS, board.ndim - 1)
     occupied = board > 0
     outside = occupied & (fields < LAST_QUARTER)
@@ -101,10 +100,10 @@ def position(board, dice) -> Position:
     spare = board > 2
     lowest_spare = B.lowest_field(spare)
     next_spare = B.lowest_field(spare & (fields > lowest_spare))
+    slot_field = jnp.sum(jnp.where(in_slot, fields, 0), axis=1, dtype=jnp.int8)  # [17]
     return Position(board=board, dice=dice, die_a=die_a, die_b=die_b,
-                    in_slot=in_slot, slot_field=_slot_value(in_slot, fields),
-                    slot_count=_slot_value(in_slot, board),
-                    ahead_a=B.ahead(board, die_a), ahead_b=B.ahead(board, die_b),
+                    slot_field=slot_field,
+                    slot_count=B.at_field(board, slot_field),
                     forbid=B.forbid_exits(board, dice),
                     corner=jnp.abs(B.at_field(board, OWN_CORNER)),
                     opp_fillable=B.opp_fillable_quarters(board),
@@ -152,7 +151,7 @@ def first_moves(p: Position, field, count) -> FirstMoves:
     puissance row's, which holds no checker) holding `count`, with the first die of each
     pass. Materialised like the `Position`: every second move reads them."""
     moved_from = jnp.broadcast_to(field, (NUM_PASSES,) + field.shape)
-    landing = _at_slots(p.in_slot, p.ahead_a)[:, :NUM_ROWS]
+    landing = _landing(p.board, field, p.die_a)
     ok, to, exceeding = _single_moves(field, count, p.die_a[:, None], landing, p.forbid,
                                       guard_corner=False)
     moved_to = jnp.where(ok, to, 0)
@@ -235,7 +234,7 @@ class SecondSlots(NamedTuple):
 def _second_slots(p: Position) -> SecondSlots:
     field = p.slot_field[:NUM_FIRST]
     raw = field[None] + p.die_b[:, None]
-    landing = _at_slots(p.in_slot[:NUM_FIRST], p.ahead_b)
+    landing = _landing(p.board, field, p.die_b)
     reachable = (landing >= 0) & ~((raw >= OFF) & p.forbid) & (field[None] > 0)
     return SecondSlots(field, jnp.where((field[None] > 0) & (raw < OFF), raw, 0), raw, landing,
                        reachable)
