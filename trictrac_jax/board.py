@@ -103,10 +103,17 @@ def own_fillable_quarters(board):
     2 x (position of the field in the quarter) own checkers on fields 1..field. The quarter
     13-18 holds the opponent's corner and is never fillable.
     """
-    upto = prefix_sum(jnp.maximum(board, 0))  # own checkers on fields 1..f
-    needed = leading(2 * (np.arange(NUM_FIELDS) % 6 + 1), board.ndim - 1)
-    ok = fold(jnp.logical_and, quarters(upto >= needed), axis=1)
-    return ok & leading(np.arange(4) != 2, board.ndim - 1)
+    # A running count along the fields, elementwise on the games: on a GPU one thread a game
+    # keeps one count live where the fields' prefix sums are 24 (a kernel that computed them
+    # with the quarter being filled spilled registers at 131,072 games)
+    upto, fillable = jnp.zeros_like(board[0]), []
+    for quarter in range(4):
+        fits = jnp.full(board.shape[1:], quarter != 2)
+        for k in range(6):
+            upto = upto + jnp.maximum(board[6 * quarter + k], 0)  # own checkers on 1..field
+            fits &= upto >= 2 * (k + 1)
+        fillable.append(fits)
+    return jnp.stack(fillable)
 
 
 def opp_fillable_quarters(board):
