@@ -96,7 +96,9 @@ def _missing_for_quarter(board):
     """
     # quarter by quarter, field by field: per-game values, which a GPU computes with one
     # thread a game in one kernel (arrays over the quarters were kernels of their own)
-    fillable = B.own_fillable_quarters(board)
+    # apart on a GPU: fused with the quarters below and the roll's other per-game values, one
+    # thread a game spilled registers at 131,072 games
+    fillable = kernel_boundary(B.own_fillable_quarters(board))
     n, found = 3, False
     for quarter in range(4):
         fields = [board[6 * quarter + k] for k in range(6)]
