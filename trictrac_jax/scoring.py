@@ -153,27 +153,22 @@ def _plays(r: moves.CandidateRows, die) -> moves.RowWords:
                        plays(pp[0], pp[1], True) | plays(pp[2], pp[3], True))
 
 
-def _reaching(r: moves.CandidateRows, dest, origins) -> list[moves.RowWords]:
-    """For each of `origins` (fields int8[*lanes]; one below field 1 is never counted, and
-    reads as anything), the candidates whose pair brings a checker to `dest` from it. A tout d'une counts its
-    start: a second move from the first move's destination (its slot's bit, `continues`)
-    starts where the first move did."""
+def _reaching(r: moves.CandidateRows, dest, origin) -> moves.RowWords:
+    """The candidates whose pair brings a checker to `dest` from `origin`. A tout d'une
+    counts its start: a second move from the first move's destination (its slot's bit,
+    `continues`) starts where the first move did."""
     f0, t0 = r.field, r.to
-    # what does not depend on the origin, once: the second moves landing on `dest` (a word a
-    # pass), the slot where each first move ended; an origin's own second move is its slot's
-    lands = moves.word_of(r.second_to == dest, 1)[:, None]  # [2, 1, *lanes]
+    lands = r.second_to == dest  # [2, 15, *lanes]
+    from_slot = moves.word_of(lands & (r.second_field[None] == origin), 1)[:, None]
     continues = slot_bit(r.occupied_fields, t0)  # [2, 16, *lanes]
+    second = ((from_slot & ~continues)
+              | (continues & moves.keep(f0 == origin, moves.word_of(lands, 1)[:, None]))
+              | moves.keep(r.new_field & (r.chained_to == dest) & (f0 == origin), CHAINED))
     pp = r.puis_pair
     tout_dune = pp[1] == pp[2]
-    words = []
-    for o in origins:
-        from_slot = lands & slot_bit(r.occupied_fields, o)
-        second = ((from_slot & ~continues) | (continues & moves.keep(f0 == o, lands))
-                  | moves.keep(r.new_field & (r.chained_to == dest) & (f0 == o), CHAINED))
-        puissance = (((pp[1] == dest) & (pp[0] == o))
-                     | ((pp[3] == dest) & (jnp.where(tout_dune, pp[0], pp[2]) == o)))
-        words.append(_pair_words(r, (t0 == dest) & (f0 == o), second, puissance))
-    return words
+    puissance = (((pp[1] == dest) & (pp[0] == origin))
+                 | ((pp[3] == dest) & (jnp.where(tout_dune, pp[0], pp[2]) == origin)))
+    return _pair_words(r, (t0 == dest) & (f0 == origin), second, puissance)
 
 
 def _filling_reaches(board, dice, lists: moves.MoveLists):
@@ -188,9 +183,8 @@ def _filling_reaches(board, dice, lists: moves.MoveLists):
     seqs = moves.first_listed(lists.filling, lists.candidates)
     r = lists.candidates.rows
     origins, distinct = _origins(dice, dest)
-    # (an origin below field 1 never counts: `distinct`)
-    return missing, seqs, [(seqs & reaching, counts)
-                           for reaching, counts in zip(_reaching(r, dest, origins), distinct)]
+    return missing, seqs, [(seqs & _reaching(r, dest, origin), counts)
+                           for origin, counts in zip(origins, distinct)]
 
 
 def _filled_quarter_total(reaches):
