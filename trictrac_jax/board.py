@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from trictrac_jax.arrays import fold, leading, prefix_sum, spread
-from trictrac_jax.lowering import lookup
+from trictrac_jax.lowering import current, lookup
 from trictrac_jax.state import NUM_FIELDS
 
 FIELDS = np.arange(1, NUM_FIELDS + 1, dtype=np.int8)  # int8[24]: field numbers (small ints
@@ -103,9 +103,14 @@ def own_fillable_quarters(board):
     2 x (position of the field in the quarter) own checkers on fields 1..field. The quarter
     13-18 holds the opponent's corner and is never fillable.
     """
-    # A running count along the fields, elementwise on the games: on a GPU one thread a game
-    # keeps one count live where the fields' prefix sums are 24 (a kernel that computed them
-    # with the quarter being filled spilled registers at 131,072 games)
+    if current().games_last:  # the CPU's layout: the fields' prefix sums, vectorised
+        upto = prefix_sum(jnp.maximum(board, 0))  # own checkers on fields 1..f
+        needed = leading(2 * (np.arange(NUM_FIELDS) % 6 + 1), board.ndim - 1)
+        ok = fold(jnp.logical_and, quarters(upto >= needed), axis=1)
+        return ok & leading(np.arange(4) != 2, board.ndim - 1)
+    # games first (a GPU): a running count along the fields, one count live in a game's
+    # thread where the prefix sums are 24 (fused with the quarter being filled, those
+    # spilled registers at 131,072 games)
     upto, fillable = jnp.zeros_like(board[0]), []
     for quarter in range(4):
         fits = jnp.full(board.shape[1:], quarter != 2)
