@@ -52,15 +52,18 @@ def test_a_quarter_is_filled_when_each_of_its_fields_holds_two():
     assert _np(B.opp_quarter_filled(board)) == [False, True, False, False]
 
 
-def test_the_quarters_the_mover_can_still_fill():
+@pytest.mark.parametrize("name", LOWERINGS)
+def test_the_quarters_the_mover_can_still_fill(name):
     """A quarter is fillable when each of its fields, at position k in it, has 2k own
     checkers on fields 1..field. 12 on field 1: 1-6 (12 needed on 1..6) and 7-12 (2k on
     fields up to 7..12) and 19-24 (at most 12 on fields up to 24);
     13-18 holds the opponent's corner: never. 11 checkers: each quarter's last field needs
-    12. One checker on 1 and 11 on 2: field 1 needs 2 on field 1, the others are met."""
-    assert _np(B.own_fillable_quarters(view({1: 12}))) == [True, True, False, True]
-    assert _np(B.own_fillable_quarters(view({1: 11}))) == [False, False, False, False]
-    assert _np(B.own_fillable_quarters(view({1: 1, 2: 11}))) == [False, True, False, True]
+    12. One checker on 1 and 11 on 2: field 1 needs 2 on field 1, the others are met. (The
+    CPU's prefix sums and the GPU's running count, each lowering's.)"""
+    with lowering(name):
+        assert _np(B.own_fillable_quarters(view({1: 12}))) == [True, True, False, True]
+        assert _np(B.own_fillable_quarters(view({1: 11}))) == [False, False, False, False]
+        assert _np(B.own_fillable_quarters(view({1: 1, 2: 11}))) == [False, True, False, True]
 
 
 def test_the_quarters_the_opponent_can_still_fill():
