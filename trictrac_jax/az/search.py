@@ -45,6 +45,7 @@ from trictrac_jax.az.config import SearchConfig
 from trictrac_jax.az.gumbel_stochastic import gumbel_stochastic_muzero_policy
 from trictrac_jax.az.packed import Packed, pack, unpack
 from trictrac_jax.env import has_choice
+from trictrac_jax.lowering import kernel_boundary
 from trictrac_jax.ranking import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
 
@@ -92,7 +93,9 @@ def decision_node(states: State, logits, k: int):
     """(column logits float32[B, k], Node [B]) of decision `states` [B] with prior logits
     [B, 514]. A finished game has no columns: nothing below it is backed up (discount 0), and
     its all-True mask would otherwise fill every column."""
-    mask = states.legal_action_mask & ~states.done[:, None]
+    # the step's mask read from memory: fused into the count of legal actions, the kernel
+    # that builds it from the rules' words spilled registers on a GPU (base.yaml's 2,048)
+    mask = kernel_boundary(states.legal_action_mask) & ~states.done[:, None]
     actions = column_actions(mask, logits, k)
     return to_columns(logits, actions), Node(states, actions)
 
