@@ -77,6 +77,58 @@ def test_launch_sizes_registers_and_spills_of_a_small_function(tmp_path):
         G.H100_MODEL.seconds_per_kernel + G.H100_MODEL.issue_seconds(busy))
 
 
+def test_kernels_that_xla_shares_are_read_each(tmp_path):
+    """XLA compiles identical fusions once: the later ones run the first one's kernel, under
+    its name. Each is still read with that kernel's launch size, registers and instructions."""
+    def twice(x):
+        for _ in range(2):
+            x = jnp.sin(x) * 2
+            x = x - jnp.sum(x, axis=0)
+        return x
+
+    x = jax.ShapeDtypeStruct((64, 1024), jnp.float32)
+    program = G.read(G.compile_with_kernels(G.H100, twice, x, dump_to=tmp_path))
+    (hlo,) = [p for p in tmp_path.glob("*after_optimizations.txt") if "buffer" not in p.name]
+    assert "deduplicated_name" in hlo.read_text()  # some fusion runs another's kernel
+    assert len(program.by_kernel) >= 3
+    assert all(k.blocks and k.threads and k.registers and k.instructions
+               for k in program.by_kernel)
+
+
+def _pallas_times(x, add: int, warps: int):
+    """x * 3 + `add` as a Pallas (Triton) kernel of 128 elements a program and `warps`
+    warps a block."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plt
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 3 + add
+
+    block = pl.BlockSpec((128,), lambda i: (i,))
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          grid=(x.shape[0] // 128,), in_specs=[block], out_specs=block,
+                          compiler_params=plt.CompilerParams(num_warps=warps))(x)
+
+
+def test_pallas_kernels_are_read_like_xla_s(tmp_path):
+    """A Pallas kernel's entry is named after its Python function (made unique by XLA), not
+    after its HLO instruction: each is still read with its own launch size, registers and
+    instructions, as XLA's fusions are."""
+    two = lambda x: _pallas_times(_pallas_times(x, 1, warps=4) + 1, 2, warps=2)
+    x = jax.ShapeDtypeStruct((32768,), jnp.int32)
+    program = G.read(G.compile_with_kernels(G.H100, two, x, dump_to=tmp_path))
+    pallas = sorted((k for k in program.by_kernel if k.name.startswith("pallas_call")),
+                    key=lambda k: k.name)
+    assert len(pallas) == 2 and len(program.by_kernel) == 3  # the two and the add between
+    assert [(k.blocks, k.threads) for k in pallas] == [(256, 4 * 32), (256, 2 * 32)]
+    assert all(k.registers > 0 and k.instructions > 0 and not k.spills for k in pallas)
+    (sequence,) = tmp_path.glob("*thunk_sequence.txt")
+    entries = G.kernel_entries(sequence.read_text(),
+                               sequence.with_name(sequence.name.replace(
+                                   "thunk_sequence", "thunk_metadata")).read_text())
+    assert sorted(entries) == [k.name for k in pallas] and len(set(entries.values())) == 2
+
+
 @pytest.fixture(scope="module")
 def step_program():
     """games -> the vmapped `env.step` compiled for an H100 with the engine's GPU lowering,
