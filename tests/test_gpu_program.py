@@ -102,7 +102,9 @@ def test_h100_report_and_what_base_yaml_must_keep(tmp_path, monkeypatch):
     iteration (64 searches, 128 updates, the replay buffer of 1M decisions) in the GPU's
     80 GB, and read from the same program one self-play decision (an iteration of its
     self-play loop: the search and the step) within 1.3x the kernels and host syncs counted
-    at 22fb10c (Gumbel, 8 simulations: 1,533 kernels, 16 syncs); random play (a step, its
+    at 22fb10c (Gumbel, 8 simulations: 1,533 kernels, 16 syncs), no kernel of either
+    spilling registers (the search's count of legal actions, fused with the kernel that
+    builds the step's mask, once did: `search.decision_node`); random play (a step, its
     kernels' launch sizes and registers) and configs/tpu.yaml's training iteration (its
     self-play runs both halves of a step) compiled for one TPU v5e chip, the iteration in
     the chip's 16 GB."""
@@ -128,6 +130,7 @@ def test_h100_report_and_what_base_yaml_must_keep(tmp_path, monkeypatch):
     assert 1_000 < search["kernels"] <= 2_000
     assert 1.0 < iteration["memory_gb"] <= G.H100_MEMORY_BYTES / 1e9
     assert iteration["kernels"] > 64 * search["kernels"] * 0.9  # the 64 searches are there
+    assert not search["spilling"] and not iteration["spilling"]
     tpu = result["tpu"]
     (row,) = tpu["random_play"]
     assert row["games"] == 64 and row["kernels"] > 0 and "estimated_us" not in row

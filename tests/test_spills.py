@@ -148,27 +148,3 @@ def test_no_kernel_of_the_step_spills(step_program, games):
         f"(H100 program):\n"
         + "\n".join(G.describe(k) for k in spilling))
 
-
-def test_no_kernel_of_self_play_spills(monkeypatch):
-    """The self-play decisions of a configs/base.yaml iteration (a search, then the step,
-    scanned), compiled for an H100: the search reads the step's legal mask, and XLA fuses what reads
-    it with the kernel that builds it from the rules' words."""
-    from trictrac_jax.az import network, selfplay
-    from trictrac_jax.az.config import load_config
-    from trictrac_jax.az.model import model_from_config
-
-    monkeypatch.setenv("TRICTRAC_LOWERING", "gpu")  # read when tracing
-    config = load_config(gpu_report.BASE_CONFIG)
-    model = model_from_config(config)
-    key = jax.random.PRNGKey(0)
-    params = jax.eval_shape(functools.partial(network.init_params, model.net), key)
-    games = jax.eval_shape(functools.partial(selfplay.start, games=config.selfplay.batch_size),
-                           key)
-    play = functools.partial(selfplay.play, model=model, search_config=config.search,
-                             steps=config.selfplay.steps_per_iteration)
-    program = G.read(G.compile_with_kernels(G.H100, play, params, key, games))
-    assert program.kernels > 100 and all(k.registers for k in program.by_kernel if k.blocks)
-    spilling = program.spilling(over=SPILL_LIMIT)
-    assert not spilling, (
-        f"{len(spilling)} kernel(s) of base.yaml's self-play spill registers "
-        "(H100 program):\n" + "\n".join(G.describe(k) for k in spilling))
