@@ -147,4 +147,3 @@ def test_no_kernel_of_the_step_spills(step_program, games):
         f"{len(spilling)} kernel(s) of env.step at {games:,} games spill registers "
         f"(H100 program):\n"
         + "\n".join(G.describe(k) for k in spilling))
-

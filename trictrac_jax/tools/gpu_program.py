@@ -17,8 +17,9 @@ v5e chip. The optimised program says what one call does on that device:
   a thread (`ptxas -v` over the PTX XLA dumps; ptxas from pip's `nvidia-cuda-nvcc-cu12` runs
   on a CPU). A kernel whose entry is named otherwise than its HLO instruction (a Pallas
   kernel, after its Python function; a fusion whose kernel XLA shares with an identical one)
-  is found through the thunks' metadata (`kernel_entries`). A value that does not fit a thread's registers is spilled to local memory:
-  traffic to the GPU's memory that no HLO shape shows;
+  is found through the thunks' metadata (`kernel_entries`). A value that does not fit a
+  thread's registers is spilled to local memory: traffic to the GPU's memory that no HLO
+  shape shows;
 * for those kernels, the instructions a thread runs: the PTX of its entry, counted (straight
   line code, as XLA's loop fusions are; a kernel that loops runs more than its count).
 
@@ -436,11 +437,10 @@ _PTXAS = re.compile(r"Compiling entry function '(\S+)'.*?(\d+) bytes stack frame
                     r"spill stores, (\d+) bytes spill loads.*?Used (\d+) registers", re.S)
 # A kernel's PTX: ".entry NAME( params ) directives {  body  }" at the start of a line
 _PTX_ENTRY = re.compile(r"\.entry (\w+)\(.*?\n\{\n(.*?)\n\}\n", re.S)
-# A kernel thunk of XLA's thunk sequence: "NAME grid: [x, y, z] threads: [x, y, z]"
-_THUNK = re.compile(r"\] (\S+) grid: \[(\d+), (\d+), (\d+)\] threads: \[(\d+), (\d+), (\d+)\]")
-# A thunk's id and its kernel's name in the sequence ("041: kCustomKernel [...] NAME grid:"),
-# and its id and HLO instruction in XLA's thunk metadata
-_THUNK_ID = re.compile(r"^\s*(\d+): \w+ +\[[^\]]*\] (\S+) grid:", re.M)
+# A kernel thunk of XLA's thunk sequence: "ID: KIND [...] NAME grid: [x, y, z] threads: [x, y, z]"
+_THUNK = re.compile(r"^\s*(\d+): \w+ +\[[^\]]*\] (\S+) grid: \[(\d+), (\d+), (\d+)\] "
+                    r"threads: \[(\d+), (\d+), (\d+)\]", re.M)
+# A thunk's HLO instruction and id in XLA's thunk metadata
 _THUNK_HLO = re.compile(r'profile_annotation: "([^"]+)"\s*thunk_id: (\d+)')
 
 
@@ -466,19 +466,21 @@ def launch_sizes(thunk_sequence: str) -> dict[str, tuple[int, int]]:
     """Kernel name -> (blocks, threads a block) of a thunk sequence's text (XLA's dump)."""
     sizes = {}
     for m in _THUNK.finditer(thunk_sequence):
-        grid, block = [int(x) for x in m.groups()[1:4]], [int(x) for x in m.groups()[4:]]
-        sizes[m.group(1)] = (math.prod(grid), math.prod(block))
+        grid, block = [int(x) for x in m.groups()[2:5]], [int(x) for x in m.groups()[5:]]
+        sizes[m.group(2)] = (math.prod(grid), math.prod(block))
     return sizes
 
 
 def kernel_entries(thunk_sequence: str, thunk_metadata: str) -> dict[str, str]:
     """HLO kernel name (`_kernel_name`) -> the name of the entry the GPU runs, where they
-    differ: a Pallas kernel (a custom call to Triton) is named after its Python function,
-    made unique by XLA ("kernel", "kernel__1", ...), not after its HLO instruction."""
+    differ: a fusion that XLA found identical to another runs that one's kernel, and a
+    Pallas kernel (a custom call to Triton) is named after its Python function, made unique
+    by XLA ("kernel", "kernel__1", ...). Joined by thunk id."""
     hlo = {int(i): name for name, i in _THUNK_HLO.findall(thunk_metadata)}
     named = {}
-    for i, entry in _THUNK_ID.findall(thunk_sequence):
-        name = _kernel_name(hlo.get(int(i), entry))
+    for m in _THUNK.finditer(thunk_sequence):
+        i, entry = int(m.group(1)), m.group(2)
+        name = _kernel_name(hlo.get(i, entry))
         if name != entry:
             named[name] = entry
     return named
@@ -529,10 +531,11 @@ def _dumped_kernels(dump: Path, arch: str) -> dict[str, dict]:
     """Kernel name -> Kernel fields of launch and registers, from a dump of one module."""
     sizes, entries = {}, {}
     for path in dump.glob("*thunk_sequence.txt"):
-        sizes.update(launch_sizes(path.read_text()))
+        sequence = path.read_text()
+        sizes.update(launch_sizes(sequence))
         metadata = path.with_name(path.name.replace("thunk_sequence", "thunk_metadata"))
         if metadata.exists():
-            entries.update(kernel_entries(path.read_text(), metadata.read_text()))
+            entries.update(kernel_entries(sequence, metadata.read_text()))
     texts = {str(p): p.read_text() for p in sorted(dump.glob("*.ptx"))}
     ptx = [path for path, text in texts.items() if ".entry" in text]
     instructions = {}
