@@ -14,6 +14,20 @@ def test_stack_rows_is_a_stack_of_values_of_one_shape():
     assert A.stack_rows([jnp.int8(1), jnp.int8(2)]).dtype == jnp.int8
 
 
+def test_of_colour_reads_a_colour_s_entry_as_an_index_would():
+    """One game, a batch under `jax.vmap` (each game its own colour), pairs of entries with
+    trailing axes."""
+    import jax
+    points = jnp.array([5, 9])
+    assert int(A.of_colour(points, jnp.int32(0))) == 5
+    assert int(A.of_colour(points, jnp.int32(1))) == 9
+    pairs = jnp.array([[1, 2], [3, 4], [5, 6]])
+    colours = jnp.array([1, 0, 1])
+    assert np.array_equal(jax.vmap(A.of_colour)(pairs, colours), [2, 3, 6])
+    rows = jnp.arange(2 * 3).reshape(2, 3)
+    assert np.array_equal(A.of_colour(rows, jnp.int32(1)), [3, 4, 5])
+
+
 def test_legal_actions_are_counted_on_the_words():
     """`count_true_by_words` against a plain count: Trues at the words' edges, a full mask,
     an empty one, one game and three games last."""

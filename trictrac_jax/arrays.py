@@ -151,6 +151,13 @@ def stack_rows(values):
     return out
 
 
+def of_colour(values, colour):
+    """`values[colour]` of a per-colour pair `values` [2, ...] and a colour 0 or 1, as a
+    select: under `jax.vmap` an index read is a gather, whose indices XLA's GPU backend
+    builds in a kernel of their own; a select fuses into the kernels that read it."""
+    return jnp.where(colour == 0, values[0], values[1])
+
+
 def select_tree(pred, on_true, on_false):
     """The pytree `on_true` where `pred`, else `on_false`: `pred` bool[*batch] against leaves
     [*batch, ...] (a scalar for one game, [B] for a batch)."""

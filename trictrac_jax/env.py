@@ -45,7 +45,7 @@ import numpy as np
 from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax import scoring
-from trictrac_jax.arrays import fold, select_tree
+from trictrac_jax.arrays import fold, of_colour, select_tree
 from trictrac_jax.lowering import cpu_chunked, kernel_boundary
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
@@ -287,7 +287,7 @@ def _decide(state: State, action) -> State:
     bore_off = _pick_up(bore_off, reset_points=False)
     passed, new_hole = _mark(moved.replace(current_player=other), other,
                              state._dice_points[1], mover)
-    won = new_hole & (passed._holes[other] >= WINNING_HOLES)
+    won = new_hole & (of_colour(passed._holes, other) >= WINNING_HOLES)
     passed = passed.replace(_turn_stage=jnp.int32(TS_ROLL_DICE),
                             _stage=jnp.where(won, STAGE_ENDED, passed._stage))
     moved = select_tree(all_off, bore_off, passed)
@@ -299,10 +299,12 @@ def _roll(state: State, dice) -> State:
     player = state.current_player
     roll_count = state._dice_roll_count + (jnp.arange(2) == player)  # a select, no scatter
     view = B.view_board(state._board, player)
+    # indexed, not `of_colour`: as a select the count joins the hits' kernel, which then
+    # spills registers at 131,072 games with resets
     points, move_mask, some_move = scoring.roll_outcome(view, dice, roll_count[player])
     state = state.replace(_dice=dice, _dice_roll_count=roll_count, _dice_points=points)
     state, new_hole = _mark(state, player, points[0], 1 - player)
-    won = new_hole & (state._holes[player] >= WINNING_HOLES)
+    won = new_hole & (of_colour(state._holes, player) >= WINNING_HOLES)
     turn_stage = jnp.where(new_hole, jnp.where(won, TS_MARK_POINTS, TS_HOLD_OR_GO), TS_MOVE)
     mask = moves.decision_mask(dice, move_mask, some_move, turn_stage == TS_HOLD_OR_GO)
     return state.replace(_turn_stage=turn_stage.astype(jnp.int32), legal_action_mask=mask,
@@ -338,8 +340,10 @@ def _game_features(state: State, view, player):
     """float32[25]: the dice, the turn stage, both players' records, the filled quarters of
     each, the walls and the corners held, the mover's rolls."""
     def record(p):
-        return jnp.stack([state._points[p] * _TWELFTH, state._holes[p] * _TWELFTH,
-                          state._can_bredouille[p], state._can_big_bredouille[p]])
+        return jnp.stack([of_colour(state._points, p) * _TWELFTH,
+                          of_colour(state._holes, p) * _TWELFTH,
+                          of_colour(state._can_bredouille, p),
+                          of_colour(state._can_big_bredouille, p)])
 
     parts = [
         state._dice * jnp.float32(1 / 6), jnp.zeros(1), (state._turn_stage * jnp.float32(1 / 5))[None],
@@ -347,7 +351,7 @@ def _game_features(state: State, view, player):
         B.quarter_filled(view), B.opp_quarter_filled(view),
         jnp.stack([jnp.all(view[:18] <= 0), jnp.all(view[6:] >= 0),
                    view[11] >= 2, view[12] <= -2]),
-        jnp.minimum(state._dice_roll_count[player] * jnp.float32(1 / 3), 1.0)[None],
+        jnp.minimum(of_colour(state._dice_roll_count, player) * jnp.float32(1 / 3), 1.0)[None],
     ]
     return jnp.concatenate([jnp.asarray(x, jnp.float32).ravel() for x in parts])
 

@@ -453,13 +453,15 @@ def mark_points(points, holes, can_bredouille, scorer, n, opponent):
     is the scorer himself when the scorer is not the player to move (marking after the
     mover bore off all his checkers), so the scorer then loses his own points.
     """
-    # Per-colour selects rather than `.at[colour].set`: under `vmap` those become scatters,
-    # each a kernel of its own on a GPU, where selects fuse with the rest of the step.
+    # Per-colour selects rather than `.at[colour].set` and `[colour]`: under `vmap` those
+    # become scatters and gathers, kernels of their own on a GPU, where selects fuse with
+    # the rest of the step.
     colours = jnp.arange(2)
     is_scorer, is_opponent = colours == scorer, colours == opponent
-    total = points[scorer] + n
+    total = A.of_colour(points, scorer) + n
     games = total // POINTS_PER_HOLE
-    won = jnp.where(games == 0, 0, jnp.where(can_bredouille[scorer], 2 * games, 2 * games - 1))
+    won = jnp.where(games == 0, 0, jnp.where(A.of_colour(can_bredouille, scorer), 2 * games,
+                                             2 * games - 1))
     new_hole = won > 0
     points = jnp.where(is_scorer, total % POINTS_PER_HOLE, points)
     holes = holes + jnp.where(is_scorer, won, 0)
@@ -474,7 +476,7 @@ def roll_details(state, dice):
     """Jans of rolling `dice` in `state` (whose player is to roll), on his view, and the
     candidates' listed pairs int[N, 4]."""
     view = B.view_board(state._board, state.current_player)
-    count = state._dice_roll_count[state.current_player] + 1
+    count = A.of_colour(state._dice_roll_count, state.current_player) + 1
     return _roll_details(view, dice, count)
 
 

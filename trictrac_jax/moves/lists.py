@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
+from trictrac_jax.arrays import stack_rows
 from trictrac_jax.lowering import materialised
 from trictrac_jax.moves.candidates import Candidates, candidates
 from trictrac_jax.moves.layout import (ALL, BELOW_ROW, FIRST_PASS, FULL, SINGLE, PerGame,
@@ -45,7 +46,8 @@ def same_listed(in_set: RowWords, c: Candidates) -> tuple[RowWords, RowWords]:
     either = exits | swapped
     below = against(BELOW_ROW, lanes)
     exit_same = either[0] | either[1]
-    exit_earlier = jnp.stack([below & swapped[0], either[0] | (below & swapped[1])])
+    # rows as selects: a stack of two rows is a GPU kernel of its own (`arrays.stack_rows`)
+    exit_earlier = stack_rows([below & swapped[0], either[0] | (below & swapped[1])])
     return same | (exit_same[None] & c.double_exit), earlier | (exit_earlier & c.double_exit)
 
 
