@@ -76,6 +76,14 @@ class Grid:
     def __getitem__(self, index):
         return Grid(self.cells[index])
 
+    @classmethod
+    def of_words(cls, word):
+        """A game's 2 x 16 words, `word(p, i)` the value of word (pass p, row i)."""
+        cells = np.empty((2, 16), object)
+        for p, i in np.ndindex(cells.shape):
+            cells[p, i] = word(p, i)
+        return cls(cells)
+
 
 for _name, _op in (("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
                    ("rshift", operator.rshift), ("lshift", operator.lshift)):
@@ -104,11 +112,7 @@ def _grid_helpers():
     def any_set(words):
         if not isinstance(words, Grid):
             return L.any_set(words)
-        cells = list(words.cells.ravel())
-        while len(cells) > 1:
-            cells = [cells[k] | cells[k + 1] for k in range(0, len(cells) - 1, 2)] + cells[
-                len(cells) - len(cells) % 2:]
-        return Grid(_cells(cells[0] != 0))
+        return Grid(_cells(functools.reduce(operator.or_, words.cells.ravel()) != 0))
 
     def transposed(words):
         if not isinstance(words, Grid):
@@ -124,7 +128,7 @@ def _grid_helpers():
     return dict(
         against=lambda x, lanes: Grid(_cells(x)) if lanes == "grid" else L.against(x, lanes),
         keep=lambda cond, word: where(cond, word, U32(0)), any_set=any_set,
-        transposed=transposed,
+        transposed=transposed, stack_rows=stack,
         lanes_of=lambda w: "grid" if isinstance(w, Grid) else L.lanes_of(w),
         jnp=types.SimpleNamespace(where=where, stack=stack))
 
@@ -165,12 +169,8 @@ def _kernel(*refs):
     import jax.numpy as jnp
     from trictrac_jax import moves
     ins, outs = refs[:len(FACTS)], refs[len(FACTS):]
-    facts = {}
-    for name, ref in zip(FACTS, ins):
-        cells = np.empty((2, 16), object)
-        for index in np.ndindex(cells.shape):
-            cells[index] = ref[16 * index[0] + index[1], :]
-        facts[name] = Grid(cells)
+    facts = {name: Grid.of_words(lambda p, i, ref=ref: ref[16 * p + i, :])
+             for name, ref in zip(FACTS, ins)}
     words, flags = grid_lists(moves.Candidates(rows=None, **facts))
     for ref, word in zip(outs, words):
         for index in np.ndindex(word.shape):
@@ -212,16 +212,10 @@ def scalar_lists(board, dice):
     on Grids of the game's words as scalars: what XLA makes of the same per-game values
     without the kernel (under `jax.vmap`, each a [games] array)."""
     import jax.numpy as jnp
-    from trictrac_jax import moves
     from trictrac_jax.moves import lists
     c = lists.candidates(board, dice)
-    grids = {}
-    for name in FACTS:
-        cells = np.empty((2, 16), object)
-        for index in np.ndindex(cells.shape):
-            cells[index] = getattr(c, name)[index]
-        grids[name] = Grid(cells)
-    words, flags = grid_lists(c._replace(**grids))
+    words, flags = grid_lists(c._replace(**{
+        name: Grid.of_words(lambda p, i, w=getattr(c, name): w[p, i]) for name in FACTS}))
     as_words = lambda g: jnp.stack([jnp.asarray(x, jnp.uint32) for x in g.cells.ravel()]
                                    ).reshape(g.shape)
     return lists.MoveLists(c, **{n: as_words(w) for n, w in zip(WORDS, words)},
