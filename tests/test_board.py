@@ -104,6 +104,16 @@ def test_checkers_are_numbered_from_field_1():
     assert _np(np.asarray(B.cumulative_checkers(board))[[0, 3, 7, 24]]) == [0, 2, 3, 3]
 
 
+def test_checker_ordinals_fit_a_byte_with_all_fifteen_on_one_field():
+    """The ordinals are stored as int8 (15 checkers at most): all 15 on field 24 count
+    15 there, none below, and the sums do not wrap."""
+    board = view({24: 15}, {1: 15})
+    upto = B.checkers_upto(board)
+    assert upto.dtype == np.int8
+    assert _np(np.asarray(upto)[[0, 22, 23]]) == [0, 0, 15]
+    assert _np(np.asarray(B.cumulative_checkers(view({1: 15}, {24: 15})))[[0, 1, 24]]) == [0, 15, 15]
+
+
 def test_apply_move_moves_one_checker_or_bears_it_off():
     board = view({3: 2, 7: 1})
     assert _np(B.apply_move(board, 3, 5)) == _np(view({3: 1, 5: 1, 7: 1}))

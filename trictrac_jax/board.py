@@ -161,14 +161,14 @@ def exit_farthest(board):
 
 
 def checkers_upto(board):
-    """int32[24, *lanes]: for each field f, the own checkers on fields 1..f (checker
-    ordinals)."""
-    return prefix_sum(jnp.maximum(board, 0).astype(jnp.int32))
+    """int8[24, *lanes]: for each field f, the own checkers on fields 1..f (checker
+    ordinals, at most 15: a byte each where they are stored)."""
+    return prefix_sum(jnp.maximum(board, 0).astype(jnp.int8))
 
 
 def cumulative_checkers(board):
-    """int32[25, *lanes]: c[f] = own checkers on fields 1..f (c[0] = 0); checker ordinals."""
-    return jnp.concatenate([jnp.zeros((1,) + board.shape[1:], jnp.int32), checkers_upto(board)])
+    """int8[25, *lanes]: c[f] = own checkers on fields 1..f (c[0] = 0); checker ordinals."""
+    return jnp.concatenate([jnp.zeros((1,) + board.shape[1:], jnp.int8), checkers_upto(board)])
 
 
 def checker_field(own, ordinal):

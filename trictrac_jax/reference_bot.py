@@ -153,7 +153,7 @@ def choose_move(board, dice):
     lists = move_lists(board, dice)
     c = candidate_table(lists.candidates)
     listed = unpack(first_listed(lists.legal, lists.candidates))  # [N, *lanes]
-    after, upto = _after(board, B.checkers_upto(board).astype(jnp.int8), c.listed)
+    after, upto = _after(board, B.checkers_upto(board), c.listed)
     facts = fixed_facts(board)
     facts = Fixed(facts.opponent_ahead[:, None], facts.opponent_last[None])  # per candidate
     score = position_score(after, upto, facts)  # [N, *lanes]

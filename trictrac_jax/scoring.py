@@ -38,7 +38,7 @@ class RollJans(NamedTuple):
     ways: jnp.ndarray  # int32[13]
     points: jnp.ndarray  # int32[2]: [roller, opponent]
     # Details, on the view board (for checking against the reference and for display):
-    hit_jan: jnp.ndarray  # int32[24, 3]: hit jan of the move from field f with die 0, die 1,
+    hit_jan: jnp.ndarray  # int8[24, 3]: hit jan of the move from field f with die 0, die 1,
     #                       both dice (tout d'une); -1 where none
     hit_to: jnp.ndarray  # int8[24, 3]: its destination field
     fill_ways: jnp.ndarray  # int32[N]: ways the candidate's listed pair counts as FilledQuarter
@@ -423,7 +423,7 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     # fused, one thread a game held more live values than its registers (the games-last
     # program spilled at 8,192 and 131,072 games).
     hit_jan, hit_to = _hits(board, dice)
-    hit_jan = kernel_boundary(hit_jan)
+    hit_jan = kernel_boundary(hit_jan.astype(jnp.int8))  # a jan index: stored in a byte
     jan = A.leading(jnp.arange(NUM_JANS), len(lanes))
     ways = present.astype(jnp.int32) + _hit_ways(hit_jan, lanes)
     reaches = _filling_reaches(board, dice, lists)

@@ -392,12 +392,12 @@ class CandidateRows(NamedTuple):
     chained_to: PerRow  # int8: the chained slot's destination (0: none or borne off)
     second_field: PerSlot  # int8[15]: the field of each second slot that is an own field
     second_to: jax.Array  # int8[2, 15]: its destination per pass (0: none or borne off)
-    ordinal: jax.Array  # int32[17]: own checkers up to each slot's field (0: no field)
-    chained_ordinal: PerRow  # int32: own checkers up to the first move's destination
+    ordinal: jax.Array  # int8[17]: own checkers up to each slot's field (0: no field)
+    chained_ordinal: PerRow  # int8: own checkers up to the first move's destination
     below_to: PerRow  # uint32: the slots whose field is below the first move's destination
     occupied_fields: PerGame  # uint32: bit f - 1 for each own field f
     puis_pair: jax.Array  # int8[4]: the puissance pair (lower field first)
-    puis_ordinal: jax.Array  # int32[2]: own checkers up to each of its origins
+    puis_ordinal: jax.Array  # int8[2]: own checkers up to each of its origins
 
 
 class Candidates(NamedTuple):
@@ -447,7 +447,7 @@ def _candidate_rows(p: Position, first: FirstMoves, second: SecondSlots, chained
         dice=p.dice, field=p.slot_field[:NUM_ROWS], to=to, moved_to=first.moved_to,
         new_field=chained.new_field, chained_to=chained.to, second_field=second.field,
         second_to=second.to,
-        ordinal=jnp.where(p.slot_field > 0, A.prefix_sum(p.slot_count.astype(jnp.int32)), 0),
+        ordinal=jnp.where(p.slot_field > 0, A.prefix_sum(p.slot_count), jnp.int8(0)),
         chained_ordinal=lookup(cum, first.moved_to),
         below_to=jnp.where(to > 0, slots_below(occupied_fields, to), ALL),
         occupied_fields=occupied_fields, puis_pair=puis_pair,
