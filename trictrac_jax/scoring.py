@@ -74,7 +74,7 @@ def _hits(board, dice):
     small = (to < 7) | (to > 18)
     jan = jnp.where(true_hit, jnp.where(small, TRUE_HIT_SMALL, TRUE_HIT_BIG),
                     jnp.where(small, FALSE_HIT_SMALL, FALSE_HIT_BIG))
-    return jnp.where(hit, jan, -1), to
+    return jnp.where(hit, jan, -1).astype(jnp.int8), to  # a jan index: a byte
 
 
 def _first_true(masks, none):
@@ -419,16 +419,15 @@ def roll_jans(board, dice, roll_count, lists: moves.MoveLists) -> RollJans:
     lanes = board.shape[1:]
     r = _roll(board, dice, roll_count)
     present, pairs = _single_pair_jans(r, lists)
-    # The hits, and the jans with their doubles, in GPU kernels apart from what reads them:
-    # fused, one thread a game held more live values than its registers (the games-last
-    # program spilled at 8,192 and 131,072 games).
     hit_jan, hit_to = _hits(board, dice)
-    hit_jan = kernel_boundary(hit_jan.astype(jnp.int8))  # a jan index: stored in a byte
     jan = A.leading(jnp.arange(NUM_JANS), len(lanes))
     ways = present.astype(jnp.int32) + _hit_ways(hit_jan, lanes)
     reaches = _filling_reaches(board, dice, lists)
     ways += jnp.where(jan == FILLED_QUARTER, _filled_quarter_total(reaches), 0)
     double = jnp.where(jan == HELPLESS_MAN, ~lists.some, r.v0 == r.v1)
+    # The jans with their doubles in GPU kernels apart from what reads them: fused, one
+    # thread a game held more live values than its registers (the games-last program
+    # spilled at 8,192 and 131,072 games).
     ways, double = kernel_boundary((ways, double))
     return RollJans(ways, _points(ways, double, lanes), hit_jan, hit_to,
                     _filled_quarter_ways(reaches, lists), pairs, ~lists.some)
