@@ -111,7 +111,8 @@ def test_checker_ordinals_fit_a_byte_with_all_fifteen_on_one_field():
     upto = B.checkers_upto(board)
     assert upto.dtype == np.int8
     assert _np(np.asarray(upto)[[0, 22, 23]]) == [0, 0, 15]
-    assert _np(np.asarray(B.cumulative_checkers(view({1: 15}, {24: 15})))[[0, 1, 24]]) == [0, 15, 15]
+    cumulative = np.asarray(B.cumulative_checkers(view({1: 15}, {24: 15})))
+    assert _np(cumulative[[0, 1, 24]]) == [0, 15, 15]
 
 
 def test_apply_move_moves_one_checker_or_bears_it_off():
