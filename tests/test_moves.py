@@ -98,9 +98,11 @@ def test_the_own_corner_is_left_by_its_last_two_checkers_at_once(lowering):
 def test_the_corner_taken_par_puissance(lowering):
     """Checkers on 7 and 8 (one field short of the opponent's empty corner with 6 and 5),
     both corners empty, the corner not reachable directly: the two go to 12 "par
-    puissance" (decoded as 7 -> 12, 8 -> 12); the rest as the corner rules allow."""
-    assert legal_pairs(lowering, view({7: 1, 8: 1}, FAR), (6, 5)) == {
-        (7, 12, 8, 12), (7, 13, 13, 18), (8, 13, 13, 19), (8, 14, 14, 19)}
+    puissance" (decoded as 7 -> 12, 8 -> 12); the rest as the corner rules allow. In
+    either die order: the action is then in the other order's half of the Move actions."""
+    for dice in ((6, 5), (5, 6)):
+        assert legal_pairs(lowering, view({7: 1, 8: 1}, FAR), dice) == {
+            (7, 12, 8, 12), (7, 13, 13, 18), (8, 13, 13, 19), (8, 14, 14, 19)}
 
 
 def test_no_puissance_when_the_corner_can_be_taken_by_effect(lowering):

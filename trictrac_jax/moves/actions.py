@@ -126,21 +126,24 @@ def move_actions(lists: MoveLists):
     c, legal = lists.candidates, lists.legal
     r = c.rows
     lanes = lanes_of(legal)
-    # apart: fused into the mask's kernel, each of its 514 entries a game recomputed them
-    words = kernel_boundary(_checker_words(_second_checkers(c, legal), r.ordinal))
+    # the puissance pair's action is a bit of these words too: (order, first checker) its
+    # word, its second checker the bit
     puissance = ((legal[0, PUISSANCE_ROW] | legal[1, PUISSANCE_ROW]) & 1) == 1
-    puissance_action = encode(r.dice, r.puis_pair, r.puis_ordinal)
+    code = encode(r.dice, r.puis_pair, r.puis_ordinal) - FIRST_MOVE
+    at = against(np.arange(2 * CHECKERS), lanes) == code // CHECKERS
+    puissance_bit = keep(puissance & at, U32(1) << (code % CHECKERS).astype(U32))
+    # apart: fused into the mask's kernel, each of its 514 entries a game recomputed them
+    words = kernel_boundary(_checker_words(_second_checkers(c, legal), r.ordinal)
+                            | puissance_bit)
     checkers = np.arange(CHECKERS, dtype=np.uint32)
     if current().mask_games_first:
         moves = ((jnp.moveaxis(words, 0, -1)[..., None] >> checkers) & 1) == 1  # [*lanes, 32, 16]
         mask = jnp.concatenate([jnp.zeros(lanes + (FIRST_MOVE,), bool),
                                 moves.reshape(lanes + (2 * ORDER_ACTIONS,))], axis=-1)
-        mask |= (np.arange(NUM_ACTIONS) == puissance_action[..., None]) & puissance[..., None]
         return jnp.moveaxis(mask, -1, 0)
     moves = ((words[:, None] >> against(checkers, lanes)) & 1) == 1  # [32, 16, *lanes]
-    mask = jnp.concatenate([jnp.zeros((FIRST_MOVE,) + lanes, bool),
+    return jnp.concatenate([jnp.zeros((FIRST_MOVE,) + lanes, bool),
                             moves.reshape((2 * ORDER_ACTIONS,) + lanes)])
-    return mask | ((against(np.arange(NUM_ACTIONS), lanes) == puissance_action) & puissance)
 
 
 @game_minor
