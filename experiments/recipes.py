@@ -24,6 +24,7 @@ SEARCHES = {
     "stochastic64": (*STOCHASTIC, "search.num_simulations=64"),
     "stochastic16": (*STOCHASTIC, "search.num_simulations=16"),
     "gumbel8": gumbel(8),
+    "gumbel8-bf16": (*gumbel(8), *BFLOAT16),
     "gumbel16": gumbel(16),
     "gumbel_stochastic8": gumbel(8, "gumbel_stochastic"),
     "gumbel_stochastic16": gumbel(16, "gumbel_stochastic"),
