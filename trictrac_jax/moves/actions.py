@@ -115,6 +115,19 @@ def _checker_words(seconds, ordinal):
     return jnp.sum(at, axis=2, dtype=U32).reshape((2 * CHECKERS,) + lanes)
 
 
+@materialised
+def _move_words(c: Candidates, legal: RowWords):
+    """uint32[32, *lanes]: the legal Move actions as `_checker_words`' bits, the puissance
+    pair's among them: its action's (die order, first checker) names the word, its second
+    checker the bit (so the mask's entries are these bits alone)."""
+    r = c.rows
+    words = _checker_words(_second_checkers(c, legal), r.ordinal)
+    puissance = ((legal[0, PUISSANCE_ROW] | legal[1, PUISSANCE_ROW]) & 1) == 1
+    code = encode(r.dice, r.puis_pair, r.puis_ordinal) - FIRST_MOVE
+    at = against(np.arange(2 * CHECKERS), lanes_of(legal)) == code // CHECKERS
+    return words | keep(puissance & at, U32(1) << (code % CHECKERS).astype(U32))
+
+
 def move_actions(lists: MoveLists):
     """bool[514, *lanes]: the Move actions of the legal sequences of `lists`: each row's
     legal bits moved to their second checkers' places, one 16-bit word a die order and
@@ -123,18 +136,9 @@ def move_actions(lists: MoveLists):
     Under the CPU lowering the mask is built games first, as the state's is laid out: the
     transpose back to games last here and `game_minor`'s to games first cancel, where a
     mask built games last is transposed by a loop of its own (`Lowering.mask_games_first`)."""
-    c, legal = lists.candidates, lists.legal
-    r = c.rows
-    lanes = lanes_of(legal)
-    # the puissance pair's action is a bit of these words too: (order, first checker) its
-    # word, its second checker the bit
-    puissance = ((legal[0, PUISSANCE_ROW] | legal[1, PUISSANCE_ROW]) & 1) == 1
-    code = encode(r.dice, r.puis_pair, r.puis_ordinal) - FIRST_MOVE
-    at = against(np.arange(2 * CHECKERS), lanes) == code // CHECKERS
-    puissance_bit = keep(puissance & at, U32(1) << (code % CHECKERS).astype(U32))
+    lanes = lanes_of(lists.legal)
     # apart: fused into the mask's kernel, each of its 514 entries a game recomputed them
-    words = kernel_boundary(_checker_words(_second_checkers(c, legal), r.ordinal)
-                            | puissance_bit)
+    words = kernel_boundary(_move_words(lists.candidates, lists.legal))
     checkers = np.arange(CHECKERS, dtype=np.uint32)
     if current().mask_games_first:
         moves = ((jnp.moveaxis(words, 0, -1)[..., None] >> checkers) & 1) == 1  # [*lanes, 32, 16]
