@@ -12,7 +12,7 @@ from trictrac_jax import arrays as A
 from trictrac_jax import board as B
 from trictrac_jax.board import NUM_FIELDS, OPP_CORNER, OWN_CORNER
 from trictrac_jax.lowering import current, game_minor, kernel_boundary, materialised
-from trictrac_jax.moves.candidates import Candidates
+from trictrac_jax.moves.candidates import CandidateRows, Candidates
 from trictrac_jax.moves.layout import (BELOW_ROW, CHAINED_SLOT, FIRST_SLOTS, NO_SECOND,
                                        NO_SECOND_MOVE, NUM_FIRST, PUISSANCE_ROW, ROW_BIT, U32,
                                        RowWords, against, keep, lanes_of, transposed)
@@ -104,7 +104,6 @@ def _second_checkers(c: Candidates, legal: RowWords):
     return jnp.stack(orders)
 
 
-@materialised
 def _checker_words(seconds, ordinal):
     """uint32[32, *lanes]: per (die order, first checker), the second checkers of the legal
     sequences as bits: each first slot's word at its first checker (a sum: the slots' first
@@ -116,12 +115,12 @@ def _checker_words(seconds, ordinal):
 
 
 @materialised
-def _move_words(c: Candidates, legal: RowWords):
-    """uint32[32, *lanes]: the legal Move actions as `_checker_words`' bits, the puissance
-    pair's among them: its action's (die order, first checker) names the word, its second
-    checker the bit (so the mask's entries are these bits alone)."""
-    r = c.rows
-    words = _checker_words(_second_checkers(c, legal), r.ordinal)
+def _move_words(seconds, r: CandidateRows, legal: RowWords):
+    """uint32[32, *lanes]: the legal Move actions as `_checker_words`' bits (of the second
+    checkers `seconds`), the puissance pair's among them: its action's (die order, first
+    checker) names the word, its second checker the bit (so the mask's entries are these
+    bits alone)."""
+    words = _checker_words(seconds, r.ordinal)
     puissance = ((legal[0, PUISSANCE_ROW] | legal[1, PUISSANCE_ROW]) & 1) == 1
     code = encode(r.dice, r.puis_pair, r.puis_ordinal) - FIRST_MOVE
     at = against(np.arange(2 * CHECKERS), lanes_of(legal)) == code // CHECKERS
@@ -136,9 +135,10 @@ def move_actions(lists: MoveLists):
     Under the CPU lowering the mask is built games first, as the state's is laid out: the
     transpose back to games last here and `game_minor`'s to games first cancel, where a
     mask built games last is transposed by a loop of its own (`Lowering.mask_games_first`)."""
-    lanes = lanes_of(lists.legal)
+    c, legal = lists.candidates, lists.legal
+    lanes = lanes_of(legal)
     # apart: fused into the mask's kernel, each of its 514 entries a game recomputed them
-    words = kernel_boundary(_move_words(lists.candidates, lists.legal))
+    words = kernel_boundary(_move_words(_second_checkers(c, legal), c.rows, legal))
     checkers = np.arange(CHECKERS, dtype=np.uint32)
     if current().mask_games_first:
         moves = ((jnp.moveaxis(words, 0, -1)[..., None] >> checkers) & 1) == 1  # [*lanes, 32, 16]
