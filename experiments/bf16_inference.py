@@ -9,8 +9,7 @@ move float32 plays, how far the values move, and the points lost per decision (a
     python -m experiments.bf16_inference --network champion:1 --config configs/tpu.yaml
 
 What it measures is the evaluation's precision alone, on one trained network; what
-bfloat16 self-play does to training is a run's question. (bfloat16 runs emulated, slowly,
-on a CPU.)
+bfloat16 self-play does to training is a run's question. (A CPU emulates bfloat16.)
 
 Supports docs/training.md, "Network evaluations in bfloat16".
 """
