@@ -452,3 +452,38 @@ def test_stored_first_positions_are_the_computed_ones():
         a, b = getattr(stored, name), getattr(computed, name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
     assert len(set(map(bytes, stored._dice))) == 36  # every roll once, in outcome order
+
+
+def test_game_rules_are_traced_once_under_a_lowering_that_batches_as_vmap(monkeypatch):
+    """Under the GPU lowering (the games first, one pass) a `game_minor` or `cpu_chunked`
+    rule is a plain function under the caller's `jax.vmap`: its Python runs once a trace.
+    Under the CPU lowering the
+    rules are batched by rules of their own, for which each is also traced for one game
+    (`cpu_chunked`'s batch is that trace, batched; `game_minor`'s a trace with the games
+    last). The values are the same under both."""
+    from trictrac_jax import lowering
+
+    calls = []
+
+    def rule(v, w):
+        calls.append(v.shape)
+        return jnp.cumsum(v, axis=0) * w
+
+    def chunked(v, *, scale):
+        calls.append(v.shape)
+        return v * scale
+
+    minor = lowering.game_minor(rule)
+    in_chunks = lowering.cpu_chunked(chunked, static_argnames=("scale",))
+    x = jnp.arange(12, dtype=jnp.int32).reshape(4, 3)
+    both = jax.vmap(lambda v: (minor(v, 2), in_chunks(v, scale=3)))
+    for name, traces in (("gpu", 2), ("cpu", 3)):
+        monkeypatch.setenv(lowering.LOWERING_VARIABLE, name)
+        calls.clear()
+        staged = str(jax.make_jaxpr(both)(x))
+        assert len(calls) == traces, (name, calls)
+        assert ("transpose" in staged) == (name == "cpu"), name  # the games moved last
+        cumulative, scaled = both(x)
+        assert np.array_equal(cumulative, np.cumsum(np.asarray(x), axis=1) * 2), name
+        assert np.array_equal(scaled, np.asarray(x) * 3), name
+        jax.clear_caches()

@@ -152,9 +152,11 @@ def batch_rule(fn, batched_fn):
 
 def cpu_chunked(fn=None, *, static_argnames: tuple[str, ...] = ()):
     """Decorator: `fn(*pytrees, **static)` for one game; under `jax.vmap` on CPU, batches of
-    several `CPU_CHUNK` run one chunk after the other (see module). `fn` is traced once for
-    one game and the batch is that jaxpr, batched. `static_argnames`: keyword arguments
-    that are Python values (one traced function per value, as `jax.jit`'s)."""
+    several `CPU_CHUNK` run one chunk after the other (see module). There `fn` is traced
+    once for one game and the batch is that jaxpr, batched; under a lowering that batches
+    as `jax.vmap` does, `fn` is called as it is (`_batched_as_vmap`). `static_argnames`:
+    keyword arguments that are Python values (one traced function per value, as
+    `jax.jit`'s)."""
     if fn is None:
         return functools.partial(cpu_chunked, static_argnames=tuple(static_argnames))
     per_static = {}
@@ -163,6 +165,8 @@ def cpu_chunked(fn=None, *, static_argnames: tuple[str, ...] = ()):
     def chunked(*args, **static):
         if set(static) != set(static_argnames):
             raise TypeError(f"{fn.__name__} takes the keyword arguments {static_argnames}")
+        if _batched_as_vmap():
+            return fn(*args, **static)
         key = tuple(static[name] for name in static_argnames)
         if key not in per_static:
             one = traced_once(functools.partial(fn, **static))
@@ -313,16 +317,25 @@ def kernel_boundary(values):
     return jax.lax.optimization_barrier(values)
 
 
+def _batched_as_vmap() -> bool:
+    """The lowering batches `game_minor` and `cpu_chunked` functions as `jax.vmap` does:
+    the games first, in one pass. They are then plain functions, traced once, under the
+    caller's `jax.vmap`; a batching rule (`batch_rule`) would trace them a second time,
+    for one game."""
+    lowering = current()
+    return not (lowering.games_last or lowering.chunked)
+
+
 def game_minor(fn):
-    """`fn(*arrays)` for one position, batched game-minor under `jax.vmap` (see module).
+    """`fn(*arrays)` for one position, batched game-minor under `jax.vmap` where the
+    lowering puts the games last (see module), else as `jax.vmap` batches it.
 
     `fn` must accept arrays with any number of trailing game axes shared by all arguments;
     arguments that are not batched are broadcast to the batch.
     """
     def minor(*args):  # batch-first arguments -> batch-first results
-        if not current().games_last:
-            return jax.vmap(fn)(*args)
         out = fn(*(jnp.moveaxis(x, 0, -1) for x in args))
         return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out)
 
-    return batch_rule(traced_once(fn), minor)
+    ruled = batch_rule(traced_once(fn), minor)
+    return functools.wraps(fn)(lambda *args: fn(*args) if _batched_as_vmap() else ruled(*args))
