@@ -1,4 +1,5 @@
 """The array helpers the rules are written with (trictrac_jax/arrays.py), on hand-set values."""
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -37,3 +38,19 @@ def test_legal_actions_are_counted_on_the_words():
     for mask in masks:
         assert int(A.count_true_by_words(jnp.asarray(mask))) == mask.sum()
     assert np.array_equal(A.count_true_by_words(jnp.asarray(masks.T)), masks.sum(1))
+
+
+def test_uniform_below_is_the_high_word_of_one_draw_times_n():
+    """`uniform_below` is floor(draw x n / 2**32) of one 32-bit draw, computed in 32 bits:
+    at the draws' extremes and for n up to 2**16 - 1, as Python's integers compute it; from
+    keys, within 0..n-1 and 0 for n = 0 (no legal action)."""
+    draws = [0, 1, 0xFFFF, 0x10000, 0xFFFF0000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF]
+    for n in (0, 1, 2, 36, 514, 0xFFFF):
+        got = A._high_word_of_product(jnp.asarray(draws, jnp.uint32), n)
+        assert [int(v) for v in got] == [d * n >> 32 for d in draws], n
+    keys = jax.random.split(jax.random.PRNGKey(3), 2_000)
+    for n in (0, 1, 36, 514):
+        drawn = np.asarray(jax.vmap(lambda k: A.uniform_below(k, n))(keys))
+        bits = np.asarray(jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(keys))
+        assert np.array_equal(drawn, (bits.astype(np.uint64) * n) >> 32), n
+        assert drawn.min() >= 0 and drawn.max() <= max(n - 1, 0), n

@@ -192,6 +192,16 @@ def test_chance_api():
     assert bool(jnp.array_equal(full.legal_action_mask, split.legal_action_mask))
 
 
+def test_the_dice_roll_each_of_the_36_outcomes_equally_often():
+    """`sample_outcome` over 36,000 keys: each ordered roll about 1,000 times (a chi-square
+    of 35 degrees of freedom below its 0.1% tail, 66.6), every outcome within 0..35."""
+    keys = jax.random.split(jax.random.PRNGKey(11), 36_000)
+    outcomes = np.asarray(jax.jit(jax.vmap(tt.env.sample_outcome))(keys))
+    counts = np.bincount(outcomes, minlength=36)
+    assert len(counts) == 36 and counts.sum() == len(keys)
+    assert ((counts - 1_000) ** 2 / 1_000).sum() < 66.6, counts
+
+
 def test_illegal_action_loses_and_terminal_is_absorbing():
     state = INIT(jax.random.PRNGKey(1))
     illegal = int(np.nonzero(~np.asarray(state.legal_action_mask))[0][0])

@@ -18,6 +18,9 @@ On a GPU, with the games first, an array of a game's few values (24 fields, a st
 or three) is often a kernel of its own, one thread a game: values that a game's thread can
 compute in its reader's kernel are written field by field (running counts in
 `board.checker_field`, `kth_true_by_words`; `stack_rows`).
+
+A random index is one 32-bit draw (`uniform_below`): `jax.random.randint` hashes three
+times a draw, kernels of their own on a GPU at large batches.
 """
 from __future__ import annotations
 
@@ -164,3 +167,17 @@ def select_tree(pred, on_true, on_false):
     pred = jnp.asarray(pred)
     pick = lambda x, y: jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - pred.ndim)), x, y)
     return jax.tree.map(pick, on_true, on_false)
+
+
+def uniform_below(key, n):
+    """int32: an integer uniform over 0..n-1 (0 if n is 0), from one 32-bit draw of `key`:
+    the high word of draw x n, in 16-bit halves (n below 2**16), each outcome's probability
+    within 2**-32 of 1 / n."""
+    return _high_word_of_product(jax.random.bits(key, (), jnp.uint32), n)
+
+
+def _high_word_of_product(draw, n):
+    """int32: floor(draw x n / 2**32) of uint32 `draw` and n below 2**16, in 32 bits."""
+    n = jnp.asarray(n).astype(jnp.uint32)
+    high = (draw >> 16) * n + (((draw & 0xFFFF) * n) >> 16)
+    return (high >> 16).astype(jnp.int32)

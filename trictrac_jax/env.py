@@ -45,7 +45,7 @@ import numpy as np
 from trictrac_jax import board as B
 from trictrac_jax import moves
 from trictrac_jax import scoring
-from trictrac_jax.arrays import fold, of_colour, select_tree
+from trictrac_jax.arrays import fold, of_colour, select_tree, uniform_below
 from trictrac_jax.lowering import cpu_chunked, kernel_boundary
 from trictrac_jax.state import (INITIAL_BOARD, NUM_ACTIONS, OBS_SIZE, STAGE_ENDED,
                                 STAGE_IN_GAME, TS_HOLD_OR_GO, TS_MARK_POINTS, TS_MOVE,
@@ -77,7 +77,7 @@ def dice_to_outcome(dice):
 
 def sample_outcome(key):
     """A chance outcome 0..35 (two fair dice)."""
-    return jax.random.randint(key, (), 0, NUM_CHANCE_OUTCOMES)
+    return uniform_below(key, NUM_CHANCE_OUTCOMES)
 
 
 # --- the game's functions ------------------------------------------------------------------
