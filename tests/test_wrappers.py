@@ -13,7 +13,7 @@ import pytest
 import trictrac_jax as tt
 from trictrac_jax import wrappers as W
 
-GAMES, STEPS = 4, 160
+GAMES, STEPS = 8, 160
 LIMIT = 60  # max_steps_in_episode: some episodes end by it, some by the game's end
 # observe(): 192 checker features, 2 dice, a zero, the turn stage, then per player (the
 # viewer first) points / 12, holes / 12, and two bredouille flags.
