@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from trictrac_jax.env import NUM_CHANCE_OUTCOMES, Trictrac, has_choice
-from trictrac_jax.arrays import prefix_sum, uniform_below
+from trictrac_jax.arrays import prefix_sum
 from trictrac_jax.lowering import batch_rule, count_true, cpu_chunked, game_minor, kth_true
 from trictrac_jax.reference_bot import web_agent
 from trictrac_jax.state import NUM_ACTIONS, score_lead
@@ -30,12 +30,13 @@ def uniform_legal(key, mask):
     """int32: an index uniform over the True entries of `mask` bool[A] (any environment's
     legal-action mask; `jax.vmap` it for a batch), A if there is none.
 
-    Draws one integer k below the number of legal actions (`arrays.uniform_below`), then
-    takes the (k + 1)-th legal one (`lowering.kth_true`): one number a game instead of one
-    Gumbel draw per action, which on a CPU cost more than an engine step. The same key
-    draws the same action under every lowering.
+    Draws one integer k below the number of legal actions, then takes the (k + 1)-th legal
+    one (`lowering.kth_true`): one number a game instead of one Gumbel draw per action,
+    which on a CPU cost more than an engine step. The same key draws the same action under
+    every lowering. (`jax.random.randint`: the one 32-bit draw of `arrays.uniform_below`
+    made the CPU's random play slower.)
     """
-    k = uniform_below(key, count_true(mask))
+    k = jax.random.randint(key, (), 0, jnp.maximum(count_true(mask), 1))
     return _kth_true(mask, k)
 
 
