@@ -43,7 +43,7 @@ def test_legal_actions_are_counted_on_the_words():
 def test_uniform_below_is_the_high_word_of_one_draw_times_n():
     """`uniform_below` is floor(draw x n / 2**32) of one 32-bit draw, computed in 32 bits:
     at the draws' extremes and for n up to 2**16 - 1, as Python's integers compute it; from
-    keys, within 0..n-1 and 0 for n = 0 (no legal action)."""
+    keys, within 0..n-1 and 0 for n = 0."""
     draws = [0, 1, 0xFFFF, 0x10000, 0xFFFF0000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF]
     for n in (0, 1, 2, 36, 514, 0xFFFF):
         got = A._high_word_of_product(jnp.asarray(draws, jnp.uint32), n)
