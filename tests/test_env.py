@@ -467,10 +467,9 @@ def test_stored_first_positions_are_the_computed_ones():
 def test_game_rules_are_traced_once_under_a_lowering_that_batches_as_vmap(monkeypatch):
     """Under the GPU lowering (the games first, one pass) a `game_minor` or `cpu_chunked`
     rule is a plain function under the caller's `jax.vmap`: its Python runs once a trace.
-    Under the CPU lowering the
-    rules are batched by rules of their own, for which each is also traced for one game
-    (`cpu_chunked`'s batch is that trace, batched; `game_minor`'s a trace with the games
-    last). The values are the same under both."""
+    Under the CPU lowering the rules are batched by rules of their own, for which each is
+    also traced for one game (`cpu_chunked`'s batch is that trace, batched; `game_minor`'s
+    a trace with the games last). The values are the same under both."""
     from trictrac_jax import lowering
 
     calls = []

@@ -19,8 +19,8 @@ or three) is often a kernel of its own, one thread a game: values that a game's 
 compute in its reader's kernel are written field by field (running counts in
 `board.checker_field`, `kth_true_by_words`; `stack_rows`).
 
-The dice are one 32-bit draw (`uniform_below`): `jax.random.randint` hashes three times a
-draw, kernels of their own on a GPU at large batches.
+A random index (the dice's) is one 32-bit draw (`uniform_below`): `jax.random.randint`
+hashes three times a draw, kernels of their own on a GPU at large batches.
 """
 from __future__ import annotations
 
