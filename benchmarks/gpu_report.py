@@ -86,6 +86,12 @@ def iteration_program(config: config_lib.Config, target: G.Target = G.H100):
     device. Returns the iteration's `Program` and that of one self-play decision of every
     game (an iteration of its self-play loop: a search, then the step), read from the same
     compiled program: a search compiled apart costs as long again."""
+    compiled = compiled_iteration(config, target)
+    return G.read(compiled), decision_program(compiled)
+
+
+def compiled_iteration(config: config_lib.Config, target: G.Target = G.H100):
+    """One training iteration of `config` compiled for `target` (`iteration_program`)."""
     mesh = Mesh([G.device(target)], ("data",))
 
     def iteration(state, actors, buffer, key):
@@ -98,20 +104,30 @@ def iteration_program(config: config_lib.Config, target: G.Target = G.H100):
     state = jax.eval_shape(functools.partial(T.new_state, config), jax.random.PRNGKey(0))
     actors, buffer = jax.eval_shape(functools.partial(T.start_games, config, mesh=mesh),
                                     jax.random.PRNGKey(1))
-    compiled = compile_for(target, iteration, state, actors, buffer, jax.random.PRNGKey(2),
-                           donate_argnums=(0, 1, 2))
+    return compile_for(target, iteration, state, actors, buffer, jax.random.PRNGKey(2),
+                       donate_argnums=(0, 1, 2))
+
+
+def decision_program(compiled) -> G.Program:
+    """One self-play decision of every game: the body of `compiled_iteration`'s self-play
+    loop."""
     (decision,) = [loop.body for loop in G.loops(compiled) if loop.where == SELFPLAY_LOOP]
-    return G.read(compiled), decision
+    return decision
 
 
 def random_program(name: str, games: int, loop: str, target: G.Target = G.H100) -> G.Program:
     """One call of `RANDOM_STEPS` random steps of `games` games in `loop`, compiled for
     `target` (a GPU's with its kernels' launch sizes and registers)."""
+    return G.read(compiled_random(name, games, loop, target))
+
+
+def compiled_random(name: str, games: int, loop: str, target: G.Target = G.H100):
+    """`random_program`'s call compiled for `target`."""
     env = measure.make_env(name)
     states = jax.eval_shape(lambda k: jax.vmap(env.init)(jax.random.split(k, games)),
                             jax.random.PRNGKey(0))
-    return G.read(compile_for(target, measure.random_loop(env, loop, RANDOM_STEPS), states,
-                              jax.random.PRNGKey(0)))
+    return compile_for(target, measure.random_loop(env, loop, RANDOM_STEPS), states,
+                       jax.random.PRNGKey(0))
 
 
 def compile_for(target: G.Target, fn, *args, donate_argnums=()):

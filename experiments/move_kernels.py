@@ -6,10 +6,20 @@ rules' source lines) compiled for an H100 on this CPU, and read kernel by kernel
     python -m experiments.move_kernels --games 1024 --top 12
     python -m experiments.move_kernels --mix              # and each kernel's PTX opcodes
     python -m experiments.move_kernels --joins            # one rule stored three ways
+    python -m experiments.move_kernels --step 1024,8192   # random play's step, by kernel
+    python -m experiments.move_kernels --split 1024,8192  # what the larger batch splits
+    python -m experiments.move_kernels --decision configs/base.yaml --top 12
 
 For each kernel: its time in the H100 model (an estimate, docs/gpu-program.md), its bytes a
 game, its PTX instructions a thread, its launch, and the rules' functions its operations come
 from (the innermost frame in trictrac_jax, counted over the fused computation's operations).
+
+`--step` reads random play's step the same way (the program `bench --h100` estimates: the
+engine's functions under `jax.vmap`, the H100's lowering), `--split` groups the kernels of a
+larger batch under the kernel of a smaller one whose rules they share (XLA splits some
+kernels at larger batches), and `--decision` splits one self-play decision of a config (as
+`bench --h100` reads it from the training iteration) into the network, the search, the
+engine and copies: kernels, bytes and estimated time of each.
 
 `--joins` compiles one elementwise rule over the candidate grid ([2, 15, 17, games], int8
 operands broadcast along the slots) stored three ways: on the grid, flat with each pass's
@@ -31,6 +41,8 @@ from trictrac_jax.tools import gpu_program as G  # before any JAX computation
 import jax
 import jax.numpy as jnp
 
+from benchmarks import gpu_report as R, measure
+from trictrac_jax.az import config as config_lib
 from trictrac_jax.moves import move_actions, move_lists
 from trictrac_jax.moves.layout import NUM_CANDIDATES
 
@@ -52,31 +64,68 @@ def _compiled(fn, args, dump: Path) -> tuple[G.Program, str, dict[str, str]]:
     return program, hlo, ptx
 
 
-def rule_sources(hlo: str, kernel: str) -> collections.Counter:
-    """"module.function" -> operations of `kernel`'s fused computation whose innermost
-    stack frame in trictrac_jax is there."""
+Frame = tuple[str, str, int]  # (file path, function, line) of a stack frame
+
+
+def frame_chains(hlo: str) -> dict[str, list[Frame]]:
+    """HLO stack frame id -> its frames, the innermost first."""
     files, functions, locations, frames = (G.metadata_table(hlo, name) for name in (
         "FileNames", "FunctionNames", "FileLocations", "StackFrames"))
-
-    def innermost(frame: str) -> str:
-        while frame in frames:
-            entry = frames[frame]
+    chains = {}
+    for frame in frames:
+        chain, at = [], frame
+        while at in frames:
+            entry = frames[at]
             location = locations[re.search(r"file_location_id=(\d+)", entry).group(1)]
-            ids = re.search(r"file_name_id=(\d+) function_name_id=(\d+)", location)
-            path = files[ids.group(1)].strip('"')
-            if "trictrac_jax" in path:
-                return (Path(path).stem + "." + functions[ids.group(2)].strip('"')
-                        .split(".")[0])
+            ids = re.search(r"file_name_id=(\d+) function_name_id=(\d+) line=(\d+)", location)
+            chain.append((files[ids.group(1)].strip('"'), functions[ids.group(2)].strip('"'),
+                          int(ids.group(3))))
             parent = re.search(r"parent_frame_id=(\d+)", entry).group(1)
-            frame = None if parent == frame else parent
-        return "?"
+            at = None if parent == at else parent
+        chains[frame] = chain
+    return chains
 
-    called = re.search(r"^\s*%?" + re.escape(kernel) + r" = .*?calls=%?([\w.\-]+)", hlo, re.M)
-    if not called:
-        return collections.Counter()
-    body = hlo.split("\n%" + called.group(1) + " ", 1)[1].split("\n}\n", 1)[0]
-    return collections.Counter(innermost(m.group(1))
-                               for m in re.finditer(r"stack_frame_id=(\d+)", body))
+
+def rule_of(chain: list[Frame]) -> str:
+    """"module.function" of a chain's innermost frame in trictrac_jax ("?" if none)."""
+    for path, function, _ in chain:
+        if "trictrac_jax" in path:
+            return Path(path).stem + "." + function.split(".")[0]
+    return "?"
+
+
+def part_of(chain: list[Frame]) -> str:
+    """Which part of a self-play decision a chain's operation belongs to: the network, the
+    search (mctx, or trictrac_jax.az's module), the engine, or "?"."""
+    for path, _, _ in chain:
+        if "/flax/" in path or path.endswith("az/network.py"):
+            return "network"
+        if "/mctx/" in path:
+            return "search: mctx"
+        if "trictrac_jax/az/" in path:
+            return "search: az." + Path(path).stem
+        if "trictrac_jax" in path:
+            return "engine"
+    return "?"
+
+
+def kernel_operations(hlo: str) -> dict[str, list[str]]:
+    """Kernel name (as `gpu_program` names it) -> the stack frame ids of the operations of
+    the fused computation it runs (a copy has none)."""
+    bodies = {m.group(1): m.group(2) for m in re.finditer(r"^%([\w.\-]+) .*?\{\n(.*?)\n\}\n",
+                                                            hlo, re.M | re.S)}
+    return {G.kernel_name(m.group(1)): re.findall(r"stack_frame_id=(\d+)",
+                                                  bodies.get(m.group(2), ""))
+            for m in re.finditer(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*?calls=%?([\w.\-]+)", hlo,
+                                 re.M)}
+
+
+def kernel_sources(hlo: str, label=rule_of) -> dict[str, collections.Counter]:
+    """Kernel name -> `label` (of an operation's frames) -> operations of its fused
+    computation."""
+    chains = frame_chains(hlo)
+    return {kernel: collections.Counter(label(chains.get(frame, [])) for frame in frames)
+            for kernel, frames in kernel_operations(hlo).items()}
 
 
 def opcodes(ptx: str) -> collections.Counter:
@@ -97,12 +146,13 @@ def report_moves(games: int, top: int, mix: bool):
           f"thread-instructions a game ({instructions / games / NUM_CANDIDATES:,.0f} a "
           f"candidate); H100 estimate (compiled program, model in docs/gpu-program.md): "
           f"{model.seconds(program) * 1e6:,.1f} µs")
+    rules = kernel_sources(hlo)
     for k in sorted(program.by_kernel, key=lambda k: -k.launches * model.kernel_seconds(k))[:top]:
         print(f"\n{k.launches * model.kernel_seconds(k) * 1e6:8.1f} µs  {k.name}: "
               f"{k.bytes / games:,.0f} bytes a game, {k.instructions:,} instructions a thread, "
               f"{k.blocks:,} x {k.threads} threads ({threads(k) / games:.0f} a game), "
               f"{k.registers} registers")
-        sources = rule_sources(hlo, k.name)
+        sources = rules.get(k.name, collections.Counter())
         print("    rules: " + ", ".join(f"{name} {n}" for name, n in sources.most_common(10)))
         if mix and k.name in ptx:
             print("    PTX: " + ", ".join(f"{op} {n}" for op, n in
@@ -148,6 +198,93 @@ def report_joins(games: int):
                   f"{k.blocks * k.threads / games:.0f} threads a game, loads {loads}")
 
 
+def step_kernels(games: int, loop: str) -> tuple[G.Program, str]:
+    """(one step of random play in `loop` at `games` games compiled for an H100, the
+    compiled program's HLO): `bench --h100`'s program."""
+    compiled = R.compiled_random(measure.TRICTRAC, games, loop)
+    return G.read(compiled).per(R.RANDOM_STEPS), compiled.executable.as_text()
+
+
+def _kernel_line(k: G.Kernel, games: int, sources: collections.Counter) -> str:
+    model = G.H100_MODEL
+    return (f"{k.launches * model.kernel_seconds(k) * 1e6:8.2f} µs  {k.name}: "
+            f"{k.launches * k.bytes / games:,.0f} bytes a game, {k.blocks:,} x {k.threads} "
+            f"threads, {k.instructions:,} instructions a thread, {k.registers} registers\n"
+            f"    rules: " + ", ".join(f"{name} {n}" for name, n in sources.most_common(8)))
+
+
+def report_step(games_list: list[int], loops: list[str], top: int):
+    model = G.H100_MODEL
+    for loop in loops:
+        for games in games_list:
+            program, hlo = step_kernels(games, loop)
+            print(f"{loop}, {games:,} games: {program.kernels:.1f} kernels a step, "
+                  f"{program.bytes / games:,.0f} bytes a game-step; H100 estimate (compiled "
+                  f"program, model in docs/gpu-program.md): {model.seconds(program) * 1e6:,.1f}"
+                  f" µs a step; spilling: {[k.name for k in program.spilling()] or 'none'}")
+            sources = kernel_sources(hlo)
+            for k in sorted(program.by_kernel,
+                            key=lambda k: -k.launches * model.kernel_seconds(k))[:top]:
+                print(_kernel_line(k, games, sources.get(k.name, collections.Counter())))
+            print()
+
+
+def matched_kernels(small: dict[str, collections.Counter], big: dict[str, collections.Counter]
+                    ) -> dict[str, list[str]]:
+    """Each kernel of `big` under the kernel of `small` whose operations' rules it shares
+    most (as a share of its own operations); "?" where it shares none (copies)."""
+    groups = collections.defaultdict(list)
+    for name, rules in big.items():
+        shared = {s: sum((rules & small_rules).values()) for s, small_rules in small.items()}
+        best = max(shared, key=shared.get, default=None)
+        groups[best if best is not None and shared[best] else "?"].append(name)
+    return dict(groups)
+
+
+def report_split(small_games: int, big_games: int, loop: str):
+    programs = {}
+    for games in (small_games, big_games):
+        program, hlo = step_kernels(games, loop)
+        sources = kernel_sources(hlo)
+        # the loop body's kernels (a launch a step), by their rules
+        programs[games] = {k.name: sources.get(k.name, collections.Counter())
+                           for k in program.by_kernel if k.launches >= 1}
+    print(f"{loop}: {len(programs[small_games])} kernels a step at {small_games:,} games, "
+          f"{len(programs[big_games])} at {big_games:,}; the kernels of {big_games:,} "
+          f"games that share their rules with one kernel of {small_games:,}:")
+    for small, bigs in sorted(matched_kernels(programs[small_games], programs[big_games]).items(),
+                              key=lambda item: -len(item[1])):
+        if len(bigs) > 1:
+            print(f"  {small} <- {len(bigs)}: " + ", ".join(bigs))
+            for name in bigs:
+                rules = programs[big_games][name].most_common(4)
+                print(f"      {name}: " + ", ".join(f"{r} {n}" for r, n in rules))
+
+
+def report_decision(config_path: str, top: int):
+    config = config_lib.load_config(config_path)
+    compiled = R.compiled_iteration(config)
+    decision, hlo = R.decision_program(compiled), compiled.executable.as_text()
+    model = G.H100_MODEL
+    games = config.selfplay.batch_size
+    print(f"{config_path}: one self-play decision of {games:,} games, {decision.kernels:,.0f} "
+          f"kernels, {decision.bytes / 1e9:.3f} GB; H100 estimate (compiled program, model in "
+          f"docs/gpu-program.md): {model.seconds(decision) * 1e3:.3f} ms")
+    sources = kernel_sources(hlo, part_of)
+    parts = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
+    for k in decision.by_kernel:
+        labels = sources.get(k.name, collections.Counter())
+        part = labels.most_common(1)[0][0] if labels else (
+            "copies" if k.name.startswith("copy") else "?")
+        totals = parts[part]
+        totals[0] += k.launches
+        totals[1] += k.launches * k.bytes
+        totals[2] += k.launches * model.kernel_seconds(k)
+    for part, (kernels, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1])[:top]:
+        print(f"  {part:32s} {kernels:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
+              f"{seconds * 1e3:7.3f} ms")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -157,8 +294,29 @@ def main(argv=None):
     p.add_argument("--joins", action="store_true",
                    help="one rule stored on the grid, flat by a pad and select, flat by a "
                         "concatenation")
+    p.add_argument("--step", metavar="GAMES",
+                   help="random play's step instead (`bench --h100`'s program) at these batch "
+                        "sizes, e.g. 1024,8192: its costliest kernels and their rules")
+    p.add_argument("--loop", default=measure.PLAIN, choices=[measure.PLAIN, measure.WITH_RESETS],
+                   help="random play's loop (--step, --split)")
+    p.add_argument("--split", metavar="SMALL,BIG",
+                   help="random play's kernels at BIG games grouped under the kernel at SMALL "
+                        "games whose rules they share: what a larger batch splits")
+    p.add_argument("--decision", metavar="CONFIG",
+                   help="one self-play decision of CONFIG (its search and step, from the "
+                        "training iteration as `bench --h100` compiles it) by part: network, "
+                        "search, engine, copies")
     args = p.parse_args(argv)
     os.environ["TRICTRAC_LOWERING"] = "gpu"  # read when the rules are traced
+    if args.step or args.split or args.decision:
+        if args.step:
+            report_step([int(g) for g in args.step.split(",")], [args.loop], args.top)
+        if args.split:
+            small, big = (int(g) for g in args.split.split(","))
+            report_split(small, big, args.loop)
+        if args.decision:
+            report_decision(args.decision, args.top)
+        return
     report_moves(args.games, args.top, args.mix)
     if args.joins:
         print()

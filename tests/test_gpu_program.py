@@ -2,6 +2,7 @@
 the `compile` extra): the reader counts what it should, and the project's GPU programs keep
 what must hold there. Deselected where the extra is absent; under `--compilers=require`
 (.ci/run) a missing plugin fails them: an install error."""
+import collections
 import functools
 import json
 
@@ -246,3 +247,34 @@ def test_the_issue_rate_is_read_from_a_measured_profile_beside_the_compiled_kern
     # d's launch differs from the compiled one and x is not compiled here: a and b, in order
     assert [r["kernel"] for r in rows] == ["a", "b"]
     assert rate == pytest.approx((1.28e7 / 1e-5 + 6.4e6 / 8e-6) / 2)
+
+
+def test_kernels_are_read_back_to_the_rules_their_operations_come_from():
+    """experiments.move_kernels: a kernel of an H100 program is named after its HLO
+    instruction with "." as "_" (`gpu_program.kernel_name`); its operations are traced to
+    the engine's function that made them, and a larger batch's kernels are grouped under
+    the smaller batch's kernel whose rules they share most."""
+    from experiments import move_kernels as MK
+    from trictrac_jax import board as B
+
+    def chained_sums(board, player):  # reductions reading reductions: a kernel each
+        total = jnp.sum(B.view_board(board, player), dtype=jnp.int32)
+        for _ in range(2):
+            total = jnp.sum(board * total, dtype=jnp.int32)
+        return total
+
+    executable = G.compile_for(G.H100, jax.vmap(chained_sums),
+                               jax.ShapeDtypeStruct((GAMES, 24), jnp.int8),
+                               jax.ShapeDtypeStruct((GAMES,), jnp.int32))
+    program = G.read(executable)
+    sources = MK.kernel_sources(executable.as_text())
+    assert {k.name for k in program.by_kernel} <= set(sources)
+    assert any(k.name[-1].isdigit() for k in program.by_kernel)  # a "fusion.N" among them
+    assert any(rules["board.view_board"] for rules in sources.values())
+
+    small = {"rules": collections.Counter({"a.f": 3, "a.g": 2}),
+             "hits": collections.Counter({"b.h": 4})}
+    big = {"rules_1": collections.Counter({"a.f": 3}), "rules_2": collections.Counter({"a.g": 1}),
+           "hits": collections.Counter({"b.h": 4, "a.g": 1}), "copy": collections.Counter()}
+    assert MK.matched_kernels(small, big) == {"rules": ["rules_1", "rules_2"], "hits": ["hits"],
+                                              "?": ["copy"]}

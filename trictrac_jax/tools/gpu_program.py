@@ -408,7 +408,7 @@ def _program(computations, root: str, memory_bytes: int, top: int,
     by_kernel = []
     for name, n in launches.items():
         out, ins = shape_of[name]
-        kernel = Kernel(_kernel_name(name), n, costs[name] / n,
+        kernel = Kernel(kernel_name(name), n, costs[name] / n,
                         max(_elements(x) for x in (out, *ins)))
         by_kernel.append(kernel._replace(**(device or {}).get(kernel.name, {})))
     ranked = sorted(((costs[name], name, shape_of[name][0]) for name in costs), reverse=True)
@@ -424,7 +424,7 @@ def _elements(shape_text: str) -> int:
     return max(sizes)
 
 
-def _kernel_name(hlo_name: str) -> str:
+def kernel_name(hlo_name: str) -> str:
     """An HLO instruction's name as its PTX entry and thunk are named."""
     return re.sub(r"[.\-]", "_", hlo_name)
 
@@ -472,7 +472,7 @@ def launch_sizes(thunk_sequence: str) -> dict[str, tuple[int, int]]:
 
 
 def kernel_entries(thunk_sequence: str, thunk_metadata: str) -> dict[str, str]:
-    """HLO kernel name (`_kernel_name`) -> the name of the entry the GPU runs, where they
+    """HLO kernel name (`kernel_name`) -> the name of the entry the GPU runs, where they
     differ: a fusion that XLA found identical to another runs that one's kernel, and a
     Pallas kernel (a custom call to Triton) is named after its Python function, made unique
     by XLA ("kernel", "kernel__1", ...). Joined by thunk id."""
@@ -480,7 +480,7 @@ def kernel_entries(thunk_sequence: str, thunk_metadata: str) -> dict[str, str]:
     named = {}
     for m in _THUNK.finditer(thunk_sequence):
         i, entry = int(m.group(1)), m.group(2)
-        name = _kernel_name(hlo.get(i, entry))
+        name = kernel_name(hlo.get(i, entry))
         if name != entry:
             named[name] = entry
     return named
