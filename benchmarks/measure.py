@@ -130,6 +130,12 @@ def compile_seconds(name, loop, games, steps, target=None):
     `target`: the name of a `gpu_program` device to compile for, with the engine's GPU
     lowering (default: this machine's CPU and its lowering). Call it in a fresh process
     (`in_fresh_process`): it sets the lowering, read when tracing."""
+    return sum(compile_phases(name, loop, games, steps, target).values())
+
+
+def compile_phases(name, loop, games, steps, target=None) -> dict[str, float]:
+    """`compile_seconds` in its three phases: JAX's "trace" of the program, its "lower"ing
+    to StableHLO, XLA's "compile"."""
     os.environ["TRICTRAC_LOWERING"] = "gpu" if target else "cpu"
     env = make_env(name)
 
@@ -140,14 +146,17 @@ def compile_seconds(name, loop, games, steps, target=None):
     key = jax.random.PRNGKey(0)
     if target is None:
         start = time.perf_counter()
-        jax.jit(run).lower(key).compile()
-        return time.perf_counter() - start
+        traced = jax.jit(run).trace(key)
+        at_trace = time.perf_counter()
+        lowered = traced.lower()
+        at_lower = time.perf_counter()
+        lowered.compile()
+        return {"trace": at_trace - start, "lower": at_lower - at_trace,
+                "compile": time.perf_counter() - at_lower}
     from trictrac_jax.tools import gpu_program as G  # before any JAX computation here
     jax.config.update("jax_platforms", "cpu")  # compile-only devices need no backend
     target = {t.name: t for t in (G.H100, G.TPU_V5E)}[target]
-    start = time.perf_counter()
-    G.compile_for(target, run, key)
-    return time.perf_counter() - start
+    return G.compile_timed(target, run, key)[1]
 
 
 def compile_rows(names, games, steps, target=None):

@@ -42,6 +42,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
@@ -124,13 +125,28 @@ def compile_for(target: Target, fn, *args, donate_argnums=(), compiler_options=N
     """`jax.jit(fn)` compiled for `target`, for arguments shaped like `args` (arrays or
     ShapeDtypeStructs); `donate_argnums` as the program is run (updated in place);
     `compiler_options`: XLA's debug options for this compile (e.g. `xla_dump_to`)."""
+    return compile_timed(target, fn, *args, donate_argnums=donate_argnums,
+                         compiler_options=compiler_options)[0]
+
+
+def compile_timed(target: Target, fn, *args, donate_argnums=(), compiler_options=None
+                  ) -> tuple[object, dict[str, float]]:
+    """`compile_for`, and the seconds of its three phases: JAX's "trace" of `fn`, its
+    "lower"ing to StableHLO, XLA's "compile"."""
     sharding = SingleDeviceSharding(device(target))
     abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
                             args)
     options = {**DEFAULT_OPTIONS, **(compiler_options or {})}
     with _uncached():
-        return jax.jit(fn, donate_argnums=donate_argnums).lower(*abstract).compile(
-            compiler_options=options)
+        start = time.perf_counter()
+        traced = jax.jit(fn, donate_argnums=donate_argnums).trace(*abstract)
+        at_trace = time.perf_counter()
+        lowered = traced.lower()
+        at_lower = time.perf_counter()
+        compiled = lowered.compile(compiler_options=options)
+        end = time.perf_counter()
+    return compiled, {"trace": at_trace - start, "lower": at_lower - at_trace,
+                      "compile": end - at_lower}
 
 
 @contextlib.contextmanager
