@@ -213,6 +213,27 @@ def _kernel_line(k: G.Kernel, games: int, sources: collections.Counter) -> str:
             f"    rules: " + ", ".join(f"{name} {n}" for name, n in sources.most_common(8)))
 
 
+def time_parts(program: G.Program, model: G.TimeModel = G.H100_MODEL) -> dict[str, float]:
+    """A program's estimate in parts: its kernels' fixed cost, the time of those bound by
+    their instructions, of those bound by their bytes at the chip's rate, and what the
+    latter lose to launches of too few blocks to draw it (the model's few-block rate), and
+    the spills' and host syncs' shares: they add up to `model.seconds(program)`."""
+    parts = dict.fromkeys(("kernel latency", "instruction-bound", "byte-bound",
+                           "few blocks' bytes", "spills", "host syncs"), 0.0)
+    parts["host syncs"] = program.host_syncs * model.seconds_per_host_sync
+    for k in program.by_kernel:
+        issue, drawn = model.issue_seconds(k), k.bytes / model.rate(k)
+        parts["kernel latency"] += k.launches * model.seconds_per_kernel
+        parts["spills"] += k.launches * model.spill_seconds(k)
+        if issue >= drawn:
+            parts["instruction-bound"] += k.launches * issue
+        else:
+            full_rate = k.bytes / model.bytes_per_second
+            parts["byte-bound"] += k.launches * full_rate
+            parts["few blocks' bytes"] += k.launches * (drawn - full_rate)
+    return parts
+
+
 def report_step(games_list: list[int], loops: list[str], top: int):
     model = G.H100_MODEL
     for loop in loops:
@@ -222,6 +243,8 @@ def report_step(games_list: list[int], loops: list[str], top: int):
                   f"{program.bytes / games:,.0f} bytes a game-step; H100 estimate (compiled "
                   f"program, model in docs/gpu-program.md): {model.seconds(program) * 1e6:,.1f}"
                   f" µs a step; spilling: {[k.name for k in program.spilling()] or 'none'}")
+            print("    " + ", ".join(f"{part} {seconds * 1e6:,.1f} µs"
+                                     for part, seconds in time_parts(program).items()))
             sources = kernel_sources(hlo)
             for k in sorted(program.by_kernel,
                             key=lambda k: -k.launches * model.kernel_seconds(k))[:top]:

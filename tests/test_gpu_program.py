@@ -252,8 +252,9 @@ def test_the_issue_rate_is_read_from_a_measured_profile_beside_the_compiled_kern
 def test_kernels_are_read_back_to_the_rules_their_operations_come_from():
     """experiments.move_kernels: a kernel of an H100 program is named after its HLO
     instruction with "." as "_" (`gpu_program.kernel_name`); its operations are traced to
-    the engine's function that made them, and a larger batch's kernels are grouped under
-    the smaller batch's kernel whose rules they share most."""
+    the engine's function that made them; its estimate splits into parts that add up to it;
+    and a larger batch's kernels are grouped under the smaller batch's kernel whose rules
+    they share most."""
     from experiments import move_kernels as MK
     from trictrac_jax import board as B
 
@@ -271,6 +272,10 @@ def test_kernels_are_read_back_to_the_rules_their_operations_come_from():
     assert {k.name for k in program.by_kernel} <= set(sources)
     assert any(k.name[-1].isdigit() for k in program.by_kernel)  # a "fusion.N" among them
     assert any(rules["board.view_board"] for rules in sources.values())
+    parts = MK.time_parts(program)
+    assert sum(parts.values()) == pytest.approx(G.H100_MODEL.seconds(program))
+    assert parts["kernel latency"] == pytest.approx(program.kernels
+                                                    * G.H100_MODEL.seconds_per_kernel)
 
     small = {"rules": collections.Counter({"a.f": 3, "a.g": 2}),
              "hits": collections.Counter({"b.h": 4})}
