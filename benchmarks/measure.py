@@ -123,6 +123,15 @@ def finished_games(env, batch):
     return zeros.replace(terminated=jnp.ones(batch, bool))
 
 
+def new_games_then(env, loop, games, steps):
+    """key -> states: `games` new games, then `random_loop`'s `steps` steps (the program
+    whose compile is timed)."""
+    def run(key):
+        states = jax.vmap(env.init)(jax.random.split(key, games))
+        return random_loop(env, loop, steps)(states, key)
+    return run
+
+
 def compile_seconds(name, loop, games, steps, target=None):
     """Seconds from the first trace of a random-play program (`games` new games, then
     `random_loop`'s `steps` steps) until it is compiled, as a user meets it in a new
@@ -137,12 +146,7 @@ def compile_phases(name, loop, games, steps, target=None) -> dict[str, float]:
     """`compile_seconds` in its three phases: JAX's "trace" of the program, its "lower"ing
     to StableHLO, XLA's "compile"."""
     os.environ["TRICTRAC_LOWERING"] = "gpu" if target else "cpu"
-    env = make_env(name)
-
-    def run(key):
-        states = jax.vmap(env.init)(jax.random.split(key, games))
-        return random_loop(env, loop, steps)(states, key)
-
+    run = new_games_then(make_env(name), loop, games, steps)
     key = jax.random.PRNGKey(0)
     if target is None:
         start = time.perf_counter()

@@ -46,12 +46,7 @@ def equations(name, loop, games, steps, target) -> tuple[int, collections.Counte
     from jax._src import source_info_util
 
     os.environ["TRICTRAC_LOWERING"] = "gpu" if target else "cpu"  # read when tracing
-    env = measure.make_env(name)
-
-    def run(key):
-        states = jax.vmap(env.init)(jax.random.split(key, games))
-        return measure.random_loop(env, loop, steps)(states, key)
-
+    run = measure.new_games_then(measure.make_env(name), loop, games, steps)
     counts = collections.Counter()
 
     def walk(jaxpr):
@@ -86,7 +81,8 @@ def main(argv=None):
                    help="one environment (e.g. with XLA's log on)")
     p.add_argument("--equations", type=int, metavar="TOP", default=0,
                    help="also the plain loop's jaxpr equations of each environment, and "
-                        "trictrac's TOP rules by their equations")
+                        "trictrac's TOP rules by their equations (with --target H100: the "
+                        "CPU's lowering traces the rules inside its batching rules)")
     args = p.parse_args(argv)
     names = [measure.TRICTRAC, measure.BACKGAMMON]
     if args.only:

@@ -334,6 +334,8 @@ def game_minor(fn):
     arguments that are not batched are broadcast to the batch.
     """
     def minor(*args):  # batch-first arguments -> batch-first results
+        if not current().games_last:  # chunked with the games first
+            return jax.vmap(fn)(*args)
         out = fn(*(jnp.moveaxis(x, 0, -1) for x in args))
         return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), out)
 
