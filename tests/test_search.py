@@ -15,6 +15,7 @@ from trictrac_jax.az import search as S
 from trictrac_jax.agents import random_agent
 from trictrac_jax.az.base import Model
 from trictrac_jax.az.config import SearchConfig
+from trictrac_jax.lowering import forced
 from trictrac_jax.state import TS_HOLD_OR_GO, TS_MOVE, score_lead
 
 ENV = tt.Trictrac(max_steps=1000)
@@ -327,12 +328,14 @@ def test_lookahead_search_is_the_lookahead_over_the_rolls(cases, rolled):
         assert np.abs(freq - policy[b]).max() < 0.15
 
 
-def test_column_tables_hold_the_legal_actions_or_the_top_k_by_prior(positions):
+@pytest.mark.parametrize("lowering, k", [("cpu", 24), ("gpu", 16)])
+def test_column_tables_hold_the_legal_actions_or_the_top_k_by_prior(positions, lowering, k):
+    """Under the GPU lowering, k <= 16: the row padded to XLA's TopK kernel's 1,024 entries."""
     states = take(positions, np.arange(0, positions.current_player.shape[0], 3))
     mask = np.asarray(states.legal_action_mask)
     logits = np.asarray(jax.random.normal(jax.random.PRNGKey(5), mask.shape))
-    k = 24
-    actions = np.asarray(jax.jit(S.column_actions, static_argnums=2)(mask, logits, k))
+    with forced(lowering):
+        actions = np.asarray(jax.jit(S.column_actions, static_argnums=2)(mask, logits, k))
     counts = mask.sum(-1)
     assert (counts <= k).any() and (counts > k).any()
     for row, columns, scores in zip(mask, actions, logits):

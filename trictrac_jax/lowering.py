@@ -32,7 +32,9 @@ an OR written out with the games last, a reduction with the games first; so does
 entries with the games first (the same index), and `count_true`: a sum with the games last,
 the same words' set bits with the games first.
 `ranking.candidate_worths` scores candidates in passes that the lowering sizes
-(`Lowering.candidates_per_game`, `candidates_per_pass`).
+(`Lowering.candidates_per_game`, `candidates_per_pass`). `top_k` (a search node's columns):
+on a GPU a row of fewer than 1,024 entries is padded to 1,024, where XLA's GPU backend takes
+the 16 or fewer largest in its TopK kernel rather than sorting the whole row.
 `TRICTRAC_LOWERING=cpu|gpu|...` (or its former name `TRICTRAC_LANES`) forces a lowering on
 any backend (to test or verify the GPU path on CPU).
 """
@@ -77,6 +79,8 @@ class Lowering(NamedTuple):
     every_pair_up_to: int
     candidates_per_game: int
     candidates_per_pass: int  # ... a pass of at most this many pairs
+    # `top_k` of at most `TOPK_KERNEL_K` entries: rows shorter than this padded to it (0: none)
+    top_k_row: int
 
 
 # Candidate passes. CPU: the valid candidates only (a lookahead's likeliest moves include
@@ -88,11 +92,12 @@ class Lowering(NamedTuple):
 # iteration (`python -m experiments.recipes_h100`).
 LOWERINGS = {"cpu": Lowering(materialise_apart=True, chunked=True, gather=False,
                              bounded=False, games_last=True, mask_games_first=True,
-                             every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256),
+                             every_pair_up_to=0, candidates_per_game=8, candidates_per_pass=256,
+                             top_k_row=0),
              "gpu": Lowering(materialise_apart=False, chunked=False, gather=True,
                              bounded=True, games_last=False, mask_games_first=False,
                              every_pair_up_to=32, candidates_per_game=32,
-                             candidates_per_pass=65536)}
+                             candidates_per_pass=65536, top_k_row=1024)}
 LOWERINGS["gpu-games-last"] = LOWERINGS["gpu"]._replace(games_last=True)
 
 
@@ -300,6 +305,26 @@ def count_true(mask):
     if current().games_last:
         return jnp.sum(mask, axis=0, dtype=jnp.int32)
     return count_true_by_words(mask)
+
+
+# XLA's GPU backend takes the `TOPK_KERNEL_K` largest entries of rows of at least 1,024 in
+# one kernel that writes only those (its TopK kernel); shorter rows it sorts whole, both
+# outputs of the sorted row written.
+TOPK_KERNEL_K = 16
+
+
+def top_k(values, k: int):
+    """`jax.lax.top_k(values, k)` of values float[..., n]: the k largest of each row and their
+    indices, the larger first, ties by index. Under the GPU lowering a row shorter than
+    `Lowering.top_k_row`, with k <= `TOPK_KERNEL_K`, is padded with -inf to that length: a
+    row with fewer than k entries above -inf may then fill its last places with the
+    padding's (-inf, an index n or over) rather than its own -inf entries."""
+    row = current().top_k_row
+    n = values.shape[-1]
+    if k <= TOPK_KERNEL_K and n < row:
+        padding = [(0, 0)] * (values.ndim - 1) + [(0, row - n)]
+        values = jnp.pad(values, padding, constant_values=-jnp.inf)
+    return jax.lax.top_k(values, k)
 
 
 def kernel_boundary(values):

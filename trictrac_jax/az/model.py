@@ -19,7 +19,7 @@ from trictrac_jax.az import network
 from trictrac_jax.az.base import Model, NetworkOutput, Params
 from trictrac_jax.az.config import Config
 from trictrac_jax.env import (NUM_CHANCE_OUTCOMES, Trictrac, chance_step, every_roll, roll_probs,
-                              sample_outcome, step_deterministic)
+                              step, step_deterministic)
 from trictrac_jax.state import State, score_lead
 
 
@@ -48,6 +48,12 @@ def throw_dice(model: Model, afters: State, outcome) -> State:
     return jax.vmap(chance_step, (0, 0, None))(afters, outcome, model.env.max_steps)
 
 
+def play_and_roll(model: Model, states: State, action, keys) -> State:
+    """The positions [B] after `action` [B] in `states` [B] and the dice drawn with `keys` [B]
+    (`env.step`: observed once, its rewards those of the decision and the roll)."""
+    return jax.vmap(step, (0, 0, 0, None))(states, action, keys, model.env.max_steps)
+
+
 def utility(model: Model, state: State, rewards, player):
     """float32[...]: `player`'s utility of a game that has just ended in `state`, `rewards`
     being the rewards (by colour) of the transitions that ended it.
@@ -71,18 +77,16 @@ def banked(model: Model, state: State, player):
     return jnp.zeros(jnp.shape(player), jnp.float32)
 
 
-def transition(model: Model, params: Params, after: State, nxt: State, mover, banked_before
+def transition(model: Model, params: Params, nxt: State, rewards, mover, banked_before
                ) -> mctx.RecurrentFnOutput:
-    """The transition decision -> `after` -> `nxt` for `mover`, whose banked margin at
-    the decision was `banked_before`: its reward, discount, and the network's view of
-    `nxt`."""
+    """The transition decision -> dice -> `nxt` for `mover`, whose banked margin at the
+    decision was `banked_before`, `rewards` [B, 2] those of the decision and the dice
+    together: its reward, discount, and the network's view of `nxt`. (A game ended by the
+    decision itself is `nxt` too: the dice are then a no-op.)"""
     logits, value = evaluate(model, params, nxt)
-    ended_before, ended = after.done, nxt.done
-    # A game ended by the decision itself: chance_step is then a no-op with zero rewards,
-    # so the decision's rewards are read from the afterstate.
-    reward = jnp.where(ended_before, utility(model, after, after.rewards, mover),
-                       jnp.where(ended, utility(model, nxt, nxt.rewards, mover),
-                                 banked(model, nxt, mover))) - banked_before
+    ended = nxt.done
+    reward = jnp.where(ended, utility(model, nxt, rewards, mover),
+                       banked(model, nxt, mover)) - banked_before
     same = nxt.current_player == mover
     discount = jnp.where(ended, 0.0, jnp.where(same, 1.0, -1.0))
     return mctx.RecurrentFnOutput(reward=reward, discount=discount, prior_logits=logits,
@@ -129,18 +133,17 @@ def chance_fn(model: Model, params: Params, key, outcome, after: Afterstate):
     """Stochastic MuZero's chance function: (ChanceRecurrentFnOutput, the State rolled)."""
     del key
     nxt = throw_dice(model, after.state, outcome)
-    o = transition(model, params, after.state, nxt, after.mover, after.banked)
+    o = transition(model, params, nxt, after.state.rewards + nxt.rewards, after.mover,
+                   after.banked)
     return mctx.ChanceRecurrentFnOutput(action_logits=o.prior_logits, value=o.value,
                                         reward=o.reward, discount=o.discount), nxt
 
 
 def sampled_fn(model: Model, params: Params, key, action, states: State):
     """Gumbel MuZero's recurrent function: the decision, then dice sampled with `key`."""
-    after = play_action(model, states, action)
-    outcome = jax.vmap(sample_outcome)(jax.random.split(key, action.shape[0]))
-    nxt = throw_dice(model, after, outcome)
+    nxt = play_and_roll(model, states, action, jax.random.split(key, action.shape[0]))
     mover = states.current_player
-    return transition(model, params, after, nxt, mover, banked(model, states, mover)), nxt
+    return transition(model, params, nxt, nxt.rewards, mover, banked(model, states, mover)), nxt
 
 
 def rolled_worth(model: Model, params: Params, action, states: State, distinct: bool = False):
@@ -162,5 +165,5 @@ def rolled_transitions(model: Model, params: Params, action, states: State,
                                 distinct)
     mover = states.current_player
     each = lambda x: jnp.repeat(x, roll_probs(distinct).size, axis=0)
-    return transition(model, params, afters, rolled, each(mover),
+    return transition(model, params, rolled, afters.rewards + rolled.rewards, each(mover),
                       each(banked(model, states, mover))), rolled

@@ -45,7 +45,7 @@ from trictrac_jax.az.config import SearchConfig
 from trictrac_jax.az.gumbel_stochastic import gumbel_stochastic_muzero_policy
 from trictrac_jax.az.packed import Packed, pack, unpack
 from trictrac_jax.env import has_choice
-from trictrac_jax.lowering import kernel_boundary
+from trictrac_jax.lowering import kernel_boundary, top_k
 from trictrac_jax.ranking import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
 
@@ -69,7 +69,7 @@ def column_actions(mask, logits, k: int):
     descending logit, ties by index). One top_k ranks both cases: by -index, or by logit."""
     fits = mask.sum(-1, keepdims=True) <= k
     rank = jnp.where(fits, -jnp.arange(NUM_ACTIONS, dtype=jnp.float32), logits)
-    top, actions = jax.lax.top_k(jnp.where(mask, rank, -jnp.inf), k)
+    top, actions = top_k(jnp.where(mask, rank, -jnp.inf), k)
     return jnp.where(top > -jnp.inf, actions, UNUSED_COLUMN).astype(jnp.int32)
 
 
