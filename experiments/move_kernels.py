@@ -109,13 +109,17 @@ def part_of(chain: list[Frame]) -> str:
     return "?"
 
 
+# An operation's frame id in the HLO. Constants are left out: XLA keeps one of equal
+# constants, with the frames of whichever it kept (often the outermost call's alone).
+OPERATION_FRAME = re.compile(r"^(?!.* constant\().*?stack_frame_id=(\d+)", re.M)
+
+
 def kernel_operations(hlo: str) -> dict[str, list[str]]:
     """Kernel name (as `gpu_program` names it) -> the stack frame ids of the operations of
-    the fused computation it runs (a copy has none)."""
+    the fused computation it runs, constants left out (a copy has none)."""
     bodies = {m.group(1): m.group(2) for m in re.finditer(r"^%([\w.\-]+) .*?\{\n(.*?)\n\}\n",
                                                             hlo, re.M | re.S)}
-    return {G.kernel_name(m.group(1)): re.findall(r"stack_frame_id=(\d+)",
-                                                  bodies.get(m.group(2), ""))
+    return {G.kernel_name(m.group(1)): OPERATION_FRAME.findall(bodies.get(m.group(2), ""))
             for m in re.finditer(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*?calls=%?([\w.\-]+)", hlo,
                                  re.M)}
 
