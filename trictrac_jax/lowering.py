@@ -79,7 +79,7 @@ class Lowering(NamedTuple):
     every_pair_up_to: int
     candidates_per_game: int
     candidates_per_pass: int  # ... a pass of at most this many pairs
-    # `top_k` of at most `TOPK_KERNEL_K` entries: rows shorter than this padded to it (0: none)
+    # `top_k` of k <= `TOPK_KERNEL_K` entries: rows shorter than this padded to it (0: none)
     top_k_row: int
 
 
@@ -315,7 +315,8 @@ TOPK_KERNEL_K = 16
 
 def top_k(values, k: int):
     """`jax.lax.top_k(values, k)` of values float[..., n]: the k largest of each row and their
-    indices, the larger first, ties by index. Under the GPU lowering a row shorter than
+    indices, the larger first (ties as `jax.lax.top_k` orders them, which on a GPU is XLA's
+    TopK kernel for the padded row). Under the GPU lowering a row shorter than
     `Lowering.top_k_row`, with k <= `TOPK_KERNEL_K`, is padded with -inf to that length: a
     row with fewer than k entries above -inf may then fill its last places with the
     padding's (-inf, an index n or over) rather than its own -inf entries."""
