@@ -299,6 +299,7 @@ def report_decision(config_path: str, top: int):
           f"docs/gpu-program.md): {model.seconds(decision) * 1e3:.3f} ms")
     sources = kernel_sources(hlo, part_of)
     parts = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
+    kernels = []  # (part, kernel) of each kernel
     for k in decision.by_kernel:
         labels = sources.get(k.name, collections.Counter())
         part = labels.most_common(1)[0][0] if labels else (
@@ -307,9 +308,15 @@ def report_decision(config_path: str, top: int):
         totals[0] += k.launches
         totals[1] += k.launches * k.bytes
         totals[2] += k.launches * model.kernel_seconds(k)
-    for part, (kernels, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1])[:top]:
-        print(f"  {part:32s} {kernels:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
+        kernels.append((part, k))
+    for part, (count, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1]):
+        print(f"  {part:32s} {count:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
               f"{seconds * 1e3:7.3f} ms")
+    print(f"its {top} costliest kernels in bytes (launches a decision, bytes and time in all):")
+    for part, k in sorted(kernels, key=lambda pk: -pk[1].launches * pk[1].bytes)[:top]:
+        seconds = k.launches * model.kernel_seconds(k)
+        print(f"  {k.launches * k.bytes / 1e6:8.1f} MB {seconds * 1e6:8.1f} µs  "
+              f"x{k.launches:<3.0f} {k.name:40s} {part}")
 
 
 def main(argv=None):
@@ -332,7 +339,7 @@ def main(argv=None):
     p.add_argument("--decision", metavar="CONFIG",
                    help="one self-play decision of CONFIG (its search and step, from the "
                         "training iteration as `bench --h100` compiles it) by part: network, "
-                        "search, engine, copies")
+                        "search, engine, copies; and its --top costliest kernels")
     args = p.parse_args(argv)
     os.environ["TRICTRAC_LOWERING"] = "gpu"  # read when the rules are traced
     if args.step or args.split or args.decision:
