@@ -146,18 +146,11 @@ def compile_phases(name, loop, games, steps, target=None) -> dict[str, float]:
     """`compile_seconds` in its three phases: JAX's "trace" of the program, its "lower"ing
     to StableHLO, XLA's "compile"."""
     os.environ["TRICTRAC_LOWERING"] = "gpu" if target else "cpu"
+    from trictrac_jax.tools import gpu_program as G  # before any JAX computation here
     run = new_games_then(make_env(name), loop, games, steps)
     key = jax.random.PRNGKey(0)
     if target is None:
-        start = time.perf_counter()
-        traced = jax.jit(run).trace(key)
-        at_trace = time.perf_counter()
-        lowered = traced.lower()
-        at_lower = time.perf_counter()
-        lowered.compile()
-        return {"trace": at_trace - start, "lower": at_lower - at_trace,
-                "compile": time.perf_counter() - at_lower}
-    from trictrac_jax.tools import gpu_program as G  # before any JAX computation here
+        return G.phases_timed(jax.jit(run), key)[1]
     jax.config.update("jax_platforms", "cpu")  # compile-only devices need no backend
     target = {t.name: t for t in (G.H100, G.TPU_V5E)}[target]
     return G.compile_timed(target, run, key)[1]

@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
+from trictrac_jax import lowering
 from trictrac_jax.az import model as M
 from trictrac_jax.az import network
 from trictrac_jax.az.base import Model, Params, SearchOutput
@@ -45,7 +46,6 @@ from trictrac_jax.az.config import SearchConfig
 from trictrac_jax.az.gumbel_stochastic import gumbel_stochastic_muzero_policy
 from trictrac_jax.az.packed import Packed, pack, unpack
 from trictrac_jax.env import has_choice
-from trictrac_jax.lowering import kernel_boundary, top_k
 from trictrac_jax.ranking import best_candidates, candidate_worths
 from trictrac_jax.state import NUM_ACTIONS, State
 
@@ -69,7 +69,7 @@ def column_actions(mask, logits, k: int):
     descending logit, ties by index). One top_k ranks both cases: by -index, or by logit."""
     fits = mask.sum(-1, keepdims=True) <= k
     rank = jnp.where(fits, -jnp.arange(NUM_ACTIONS, dtype=jnp.float32), logits)
-    top, actions = top_k(jnp.where(mask, rank, -jnp.inf), k)
+    top, actions = lowering.top_k(jnp.where(mask, rank, -jnp.inf), k)
     return jnp.where(top > -jnp.inf, actions, UNUSED_COLUMN).astype(jnp.int32)
 
 
@@ -95,7 +95,7 @@ def decision_node(states: State, logits, k: int):
     its all-True mask would otherwise fill every column."""
     # the step's mask read from memory: fused into the count of legal actions, the kernel
     # that builds it from the rules' words spilled registers on a GPU (base.yaml's 2,048)
-    mask = kernel_boundary(states.legal_action_mask) & ~states.done[:, None]
+    mask = lowering.kernel_boundary(states.legal_action_mask) & ~states.done[:, None]
     actions = column_actions(mask, logits, k)
     return to_columns(logits, actions), Node(states, actions)
 
@@ -198,7 +198,7 @@ def likeliest(model: Model, params: Params, states: State, top_k: int):
     likeliest actions by descending logit, which of them are legal, and the network's
     value of `states` [B] (the candidates of both lookaheads)."""
     logits, value = M.evaluate(model, params, states)
-    top_logits, actions = jax.lax.top_k(logits, top_k)
+    top_logits, actions = lowering.top_k(logits, top_k)
     return actions.astype(jnp.int32), top_logits > network.MASKED_LOGIT / 2, value
 
 

@@ -138,15 +138,21 @@ def compile_timed(target: Target, fn, *args, donate_argnums=(), compiler_options
                             args)
     options = {**DEFAULT_OPTIONS, **(compiler_options or {})}
     with _uncached():
-        start = time.perf_counter()
-        traced = jax.jit(fn, donate_argnums=donate_argnums).trace(*abstract)
-        at_trace = time.perf_counter()
-        lowered = traced.lower()
-        at_lower = time.perf_counter()
-        compiled = lowered.compile(compiler_options=options)
-        end = time.perf_counter()
+        return phases_timed(jax.jit(fn, donate_argnums=donate_argnums), *abstract,
+                            compiler_options=options)
+
+
+def phases_timed(jitted, *args, compiler_options=None) -> tuple[object, dict[str, float]]:
+    """`jitted` (a `jax.jit` function) traced, lowered and compiled for `args`: (the
+    compiled program, the seconds of its "trace", "lower" and "compile")."""
+    start = time.perf_counter()
+    traced = jitted.trace(*args)
+    at_trace = time.perf_counter()
+    lowered = traced.lower()
+    at_lower = time.perf_counter()
+    compiled = lowered.compile(compiler_options=compiler_options)
     return compiled, {"trace": at_trace - start, "lower": at_lower - at_trace,
-                      "compile": end - at_lower}
+                      "compile": time.perf_counter() - at_lower}
 
 
 @contextlib.contextmanager
