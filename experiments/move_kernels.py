@@ -114,14 +114,23 @@ def part_of(chain: list[Frame]) -> str:
 OPERATION_FRAME = re.compile(r"^(?!.* constant\().*?stack_frame_id=(\d+)", re.M)
 
 
+# A custom call that runs as a kernel of its own (XLA's TopK kernel): its name and its first
+# operand's. XLA gives it no frames of its own: it is read as the kernel that feeds it.
+CUSTOM_CALL = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*? custom-call\(%?([\w.\-]+)", re.M)
+
+
 def kernel_operations(hlo: str) -> dict[str, list[str]]:
     """Kernel name (as `gpu_program` names it) -> the stack frame ids of the operations of
-    the fused computation it runs, constants left out (a copy has none)."""
+    the fused computation it runs, constants left out (a copy has none); a custom call's are
+    those of the kernel that computes its first operand."""
     bodies = {m.group(1): m.group(2) for m in re.finditer(r"^%([\w.\-]+) .*?\{\n(.*?)\n\}\n",
                                                             hlo, re.M | re.S)}
-    return {G.kernel_name(m.group(1)): OPERATION_FRAME.findall(bodies.get(m.group(2), ""))
-            for m in re.finditer(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*?calls=%?([\w.\-]+)", hlo,
-                                 re.M)}
+    fused = {G.kernel_name(m.group(1)): OPERATION_FRAME.findall(bodies.get(m.group(2), ""))
+             for m in re.finditer(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*?calls=%?([\w.\-]+)", hlo,
+                                  re.M)}
+    fed = {G.kernel_name(m.group(1)): fused.get(G.kernel_name(m.group(2)), [])
+           for m in CUSTOM_CALL.finditer(hlo)}
+    return fed | fused
 
 
 def kernel_sources(hlo: str, label=rule_of) -> dict[str, collections.Counter]:

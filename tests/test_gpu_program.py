@@ -277,6 +277,18 @@ def test_kernels_are_read_back_to_the_rules_their_operations_come_from():
     assert parts["kernel latency"] == pytest.approx(program.kernels
                                                     * G.H100_MODEL.seconds_per_kernel)
 
+    # XLA's TopK kernel (a custom call, no frames of its own) is read as the kernel that
+    # feeds it
+    def top_fields(board, player):
+        view = B.view_board(board, player).astype(jnp.float32)
+        return jax.lax.top_k(jnp.pad(view, (0, 1000)), 4)  # a row of 1,024: the TopK kernel
+
+    executable = G.compile_for(G.H100, jax.vmap(top_fields),
+                               jax.ShapeDtypeStruct((GAMES, 24), jnp.int8),
+                               jax.ShapeDtypeStruct((GAMES,), jnp.int32))
+    (top,) = [k.name for k in G.read(executable).by_kernel if k.name.startswith("custom_call")]
+    assert MK.kernel_sources(executable.as_text())[top]["board.view_board"] > 0
+
     small = {"rules": collections.Counter({"a.f": 3, "a.g": 2}),
              "hits": collections.Counter({"b.h": 4})}
     big = {"rules_1": collections.Counter({"a.f": 3}), "rules_2": collections.Counter({"a.g": 1}),
