@@ -297,13 +297,14 @@ def report_split(small_games: int, big_games: int, loop: str):
                 print(f"      {name}: " + ", ".join(f"{r} {n}" for r, n in rules))
 
 
-def report_decision(config_path: str, top: int):
-    config = config_lib.load_config(config_path)
+def report_decision(config_path: str, top: int, overrides=()):
+    config = config_lib.load_config(config_path, overrides)
     compiled = R.compiled_iteration(config)
     decision, hlo = R.decision_program(compiled), compiled.executable.as_text()
     model = G.H100_MODEL
     games = config.selfplay.batch_size
-    print(f"{config_path}: one self-play decision of {games:,} games, {decision.kernels:,.0f} "
+    setting = " ".join([config_path, *overrides])
+    print(f"{setting}: one self-play decision of {games:,} games, {decision.kernels:,.0f} "
           f"kernels, {decision.bytes / 1e9:.3f} GB; H100 estimate (compiled program, model in "
           f"docs/gpu-program.md): {model.seconds(decision) * 1e3:.3f} ms")
     sources = kernel_sources(hlo, part_of)
@@ -349,6 +350,9 @@ def main(argv=None):
                    help="one self-play decision of CONFIG (its search and step, from the "
                         "training iteration as `bench --h100` compiles it) by part: network, "
                         "search, engine, copies; and its --top costliest kernels")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of --decision's CONFIG overridden (repeatable), e.g. "
+                        "network.inference_dtype=bfloat16")
     args = p.parse_args(argv)
     os.environ["TRICTRAC_LOWERING"] = "gpu"  # read when the rules are traced
     if args.step or args.split or args.decision:
@@ -358,7 +362,7 @@ def main(argv=None):
             small, big = (int(g) for g in args.split.split(","))
             report_split(small, big, args.loop)
         if args.decision:
-            report_decision(args.decision, args.top)
+            report_decision(args.decision, args.top, args.set)
         return
     report_moves(args.games, args.top, args.mix)
     if args.joins:
