@@ -297,6 +297,26 @@ def report_split(small_games: int, big_games: int, loop: str):
                 print(f"      {name}: " + ", ".join(f"{r} {n}" for r, n in rules))
 
 
+def kernel_parts(program: G.Program, hlo: str) -> list[tuple[str, G.Kernel]]:
+    """(part, kernel) of each kernel of a self-play decision's `program` (`part_of` of most
+    of its operations; "copies", or "?" where none is known)."""
+    sources = kernel_sources(hlo, part_of)
+    return [(sources[k.name].most_common(1)[0][0] if sources.get(k.name) else
+             "copies" if k.name.startswith("copy") else "?", k) for k in program.by_kernel]
+
+
+def decision_parts(program: G.Program, hlo: str) -> dict[str, list[float]]:
+    """Part -> [kernels, bytes, seconds (H100 estimate)] of a self-play decision's
+    `program`."""
+    parts = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
+    for part, k in kernel_parts(program, hlo):
+        totals = parts[part]
+        totals[0] += k.launches
+        totals[1] += k.launches * k.bytes
+        totals[2] += k.launches * G.H100_MODEL.kernel_seconds(k)
+    return dict(parts)
+
+
 def report_decision(config_path: str, top: int, overrides=()):
     config = config_lib.load_config(config_path, overrides)
     compiled = R.compiled_iteration(config)
@@ -307,18 +327,8 @@ def report_decision(config_path: str, top: int, overrides=()):
     print(f"{setting}: one self-play decision of {games:,} games, {decision.kernels:,.0f} "
           f"kernels, {decision.bytes / 1e9:.3f} GB; H100 estimate (compiled program, model in "
           f"docs/gpu-program.md): {model.seconds(decision) * 1e3:.3f} ms")
-    sources = kernel_sources(hlo, part_of)
-    parts = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
-    kernels = []  # (part, kernel) of each kernel
-    for k in decision.by_kernel:
-        labels = sources.get(k.name, collections.Counter())
-        part = labels.most_common(1)[0][0] if labels else (
-            "copies" if k.name.startswith("copy") else "?")
-        totals = parts[part]
-        totals[0] += k.launches
-        totals[1] += k.launches * k.bytes
-        totals[2] += k.launches * model.kernel_seconds(k)
-        kernels.append((part, k))
+    kernels = kernel_parts(decision, hlo)
+    parts = decision_parts(decision, hlo)
     for part, (count, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1]):
         print(f"  {part:32s} {count:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
               f"{seconds * 1e3:7.3f} ms")

@@ -1,0 +1,227 @@
+"""The network's evaluations with each pre-norm half-block (layer norm, ReLU, Dense, bias,
+residual) as one Pallas (Triton) kernel for the GPU: what XLA cannot fuse (its GEMM fusion
+takes at most four inputs before the product, the layer norm's apply needs five), written
+by hand. Does it pay, and how much of a self-play decision's bytes does it take away?
+
+    python -m experiments.fused_network --check 256        # the kernels (interpret mode) = the network
+    python -m experiments.fused_network --h100             # one evaluation for an H100: XLA's, the kernels'
+    python -m experiments.fused_network --decision configs/base.yaml
+    python -m experiments.fused_network --time 2048        # on a GPU: both timed
+
+A program instance holds `ROWS` rows whole (the layer norm's statistics in registers) and
+writes `COLUMNS` columns of the product; the first Dense (of the observation) stays XLA's,
+and the heads are one kernel of 576 columns (the 514 logits, the value, zeros). `--h100` and
+`--decision` compile for an H100 here (H100 estimate, compiled program, model in
+docs/gpu-program.md; the model counts each kernel's operands once, where every program
+instance reads its rows and its weight columns again, from L2). `--decision` compiles the
+self-play step alone, its evaluations through the kernels (`network.apply` swapped: the
+training step would need their gradients); the kernels' part is the "?" (their frames are
+this module's, not the network's). Supports docs/journal/engine-speed.md, issue 51.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import time
+
+import jax
+import jax.numpy as jnp
+
+from trictrac_jax.az import network as N
+
+ROWS, COLUMNS, WARPS = 32, 64, 8  # no spill at 255 registers for width 256 (--h100 --tiles)
+EPS = 1e-6  # flax.linen.LayerNorm's
+HEAD_COLUMNS = 576  # 514 logits, the value, zeros: a multiple of COLUMNS
+
+
+def _half_block(x_ref, scale_ref, bias_ref, w_ref, b_ref, *rest):
+    """o = Dense(relu(LayerNorm(x))) (+ r): x [ROWS, width], w [width, COLUMNS]."""
+    *residual, o_ref = rest
+    x = x_ref[...]
+    mean = jnp.mean(x, axis=1, keepdims=True)
+    var = jnp.maximum(jnp.mean(x * x, axis=1, keepdims=True) - mean * mean, 0.0)  # Flax's
+    h = jnp.maximum((x - mean) * jax.lax.rsqrt(var + EPS) * scale_ref[...] + bias_ref[...], 0.0)
+    out = jnp.dot(h, w_ref[...], preferred_element_type=jnp.float32) + b_ref[...]
+    o_ref[...] = out + residual[0][...] if residual else out
+
+
+def half_block(x, norm, dense, residual=None, *, tile=(ROWS, COLUMNS, WARPS), interpret=False):
+    """`residual` + Dense(relu(LayerNorm(x))): x float32[B, width] (B a multiple of the
+    tile's rows), `norm` and `dense` Flax's parameters of the two layers."""
+    from jax.experimental import pallas as pl
+    import jax.experimental.pallas.triton as plt
+
+    rows, columns, warps = tile
+    (batch, width), out = x.shape, dense["kernel"].shape[1]
+    if batch % rows or out % columns:
+        raise ValueError(f"half_block: {batch} rows and {out} columns do not split into "
+                         f"tiles of {rows} x {columns}")
+    whole = lambda n: pl.BlockSpec((1, n), lambda i, j: (0, 0))
+    specs = [pl.BlockSpec((rows, width), lambda i, j: (i, 0)), whole(width), whole(width),
+             pl.BlockSpec((width, columns), lambda i, j: (0, j)),
+             pl.BlockSpec((1, columns), lambda i, j: (0, j))]
+    args = [x, norm["scale"][None], norm["bias"][None], dense["kernel"], dense["bias"][None]]
+    if residual is not None:
+        specs.append(pl.BlockSpec((rows, columns), lambda i, j: (i, j)))
+        args.append(residual)
+    compiled = (dict(interpret=True) if interpret
+                else dict(compiler_params=plt.CompilerParams(num_warps=warps)))
+    return pl.pallas_call(_half_block, out_shape=jax.ShapeDtypeStruct((batch, out), jnp.float32),
+                          grid=(batch // rows, out // columns), in_specs=specs,
+                          out_specs=pl.BlockSpec((rows, columns), lambda i, j: (i, j)),
+                          **compiled)(*args)
+
+
+def forward(params, obs, **kernel):
+    """(logits float32[B, 514], value float32[B]) of `N.PolicyValueNet`'s `params` on
+    observations [B, 217], its half-blocks and heads as `half_block` kernels."""
+    x = obs @ params["Dense_0"]["kernel"] + params["Dense_0"]["bias"]
+    blocks = sorted(name for name in params if name.startswith("ResidualBlock_"))
+    for name in blocks:
+        block = params[name]
+        y = half_block(x, block["LayerNorm_0"], block["Dense_0"], **kernel)
+        x = half_block(y, block["LayerNorm_1"], block["Dense_1"], residual=x, **kernel)
+    logits, value = params["Dense_1"], params["Dense_2"]
+    width, pad = x.shape[1], HEAD_COLUMNS - logits["kernel"].shape[1] - 1
+    heads = {"kernel": jnp.concatenate([logits["kernel"], value["kernel"],
+                                        jnp.zeros((width, pad), jnp.float32)], axis=1),
+             "bias": jnp.concatenate([logits["bias"], value["bias"], jnp.zeros(pad, jnp.float32)])}
+    out = half_block(x, params["LayerNorm_0"], heads, **kernel)
+    actions = logits["kernel"].shape[1]
+    return out[:, :actions], jnp.tanh(out[:, actions])
+
+
+def fused_apply(net, params, obs, mask):
+    """`network.apply` with `forward`'s kernels."""
+    logits, value = forward(params, obs)
+    return N.masked_logits(logits, mask), value
+
+
+@contextlib.contextmanager
+def fused_evaluations():
+    """`network.apply` (the search's and the training step's) through the kernels inside."""
+    plain = N.apply
+    N.apply = fused_apply
+    try:
+        yield
+    finally:
+        N.apply = plain
+
+
+def random_params(width=256, blocks=4, seed=0):
+    """A network's parameters, every one moved off its initial value (layer norms too)."""
+    net = N.PolicyValueNet(width=width, blocks=blocks)
+    params = N.init_params(net, jax.random.PRNGKey(seed))
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.PRNGKey(seed + 1), len(leaves))
+    return net, jax.tree.unflatten(tree, [x + 0.1 * jax.random.normal(k, x.shape)
+                                          for x, k in zip(leaves, keys)])
+
+
+def check(rows: int) -> float:
+    """The largest difference between the kernels' logits and values (interpret mode) and the
+    network's, on `rows` random observations."""
+    net, params = random_params()
+    obs = jax.random.uniform(jax.random.PRNGKey(7), (rows, 217))
+    logits, value = net.apply({"params": params}, obs)
+    fused_logits, fused_value = forward(params, obs, interpret=True)
+    return max(float(jnp.max(jnp.abs(fused_logits - logits))),
+               float(jnp.max(jnp.abs(fused_value - value))))
+
+
+def report_h100(rows: int, tiles):
+    from trictrac_jax.tools import gpu_program as G
+
+    net = N.PolicyValueNet()
+    params = jax.eval_shape(lambda: N.init_params(net, jax.random.PRNGKey(0)))
+    obs = jax.ShapeDtypeStruct((rows, 217), jnp.float32)
+    programs = [("XLA", lambda p, o: net.apply({"params": p}, o))] + [
+        (f"kernels {r}x{c}, {w} warps", functools.partial(
+            lambda p, o, tile: forward(p, o, tile=tile), tile=(r, c, w))) for r, c, w in tiles]
+    print(f"one evaluation of base.yaml's network, {rows:,} rows (H100 estimate, compiled "
+          f"program, model in docs/gpu-program.md):")
+    for name, fn in programs:
+        program = G.read(G.compile_with_kernels(G.H100, fn, params, obs))
+        spills = max((k.spills for k in program.by_kernel), default=0)
+        print(f"  {name:26s} {program.kernels:4.0f} kernels {program.bytes / 1e6:7.1f} MB "
+              f"{G.H100_MODEL.seconds(program) * 1e6:7.1f} µs, most spilled "
+              f"{spills} bytes a thread")
+
+
+def report_decision(config_path: str):
+    from jax.sharding import Mesh
+    from benchmarks import gpu_report as R
+    from experiments import move_kernels as MK
+    from trictrac_jax.az import config as config_lib
+    from trictrac_jax.az import training as T
+    from trictrac_jax.tools import gpu_program as G
+
+    config = config_lib.load_config(config_path)
+    mesh = Mesh([G.device(G.H100)], ("data",))
+    state = jax.eval_shape(functools.partial(T.new_state, config), jax.random.PRNGKey(0))
+    actors, buffer = jax.eval_shape(functools.partial(T.start_games, config, mesh=mesh),
+                                    jax.random.PRNGKey(1))
+
+    for name, evaluations in (("XLA", contextlib.nullcontext), ("kernels", fused_evaluations)):
+        def selfplay(params, actors, buffer, key):  # a function of its own: traced anew
+            return T.selfplay_step(config, params, actors, buffer, key, mesh=mesh)
+
+        with evaluations():
+            compiled = G.compile_with_kernels(G.H100, selfplay, state.params, actors, buffer,
+                                              jax.random.PRNGKey(2), donate_argnums=(1, 2))
+        decision = R.decision_program(compiled)
+        parts = MK.decision_parts(decision, compiled.executable.as_text())
+        print(f"{config_path}, evaluations by {name}: one self-play decision, "
+              f"{decision.kernels:,.0f} kernels, {decision.bytes / 1e9:.3f} GB; H100 estimate "
+              f"(compiled program, model in docs/gpu-program.md): "
+              f"{G.H100_MODEL.seconds(decision) * 1e3:.3f} ms")
+        for part, (count, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1]):
+            print(f"  {part:32s} {count:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
+                  f"{seconds * 1e3:7.3f} ms")
+
+
+def time_on_device(rows: int, rounds: int = 20):
+    net, params = random_params()
+    obs = jax.random.uniform(jax.random.PRNGKey(7), (rows, 217))
+    for name, fn in (("XLA", jax.jit(lambda p, o: net.apply({"params": p}, o))),
+                     ("kernels", jax.jit(forward))):
+        jax.block_until_ready(fn(params, obs))
+        start = time.perf_counter()
+        for _ in range(rounds):
+            out = fn(params, obs)
+        jax.block_until_ready(out)
+        print(f"{name:8s} {(time.perf_counter() - start) / rounds * 1e6:8.1f} µs an evaluation "
+              f"of {rows:,} rows on {jax.devices()[0].device_kind}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", type=int, metavar="ROWS",
+                   help="the kernels in interpret mode against the network on ROWS rows")
+    p.add_argument("--h100", action="store_true",
+                   help="one evaluation of 2,048 rows compiled for an H100, XLA's and the kernels'")
+    p.add_argument("--tiles", default=f"{ROWS}x{COLUMNS}x{WARPS}",
+                   help="with --h100: the kernels' tiles, ROWSxCOLUMNSxWARPS,... e.g. 64x64x4,32x64x8")
+    p.add_argument("--decision", metavar="CONFIG",
+                   help="one self-play decision of CONFIG compiled for an H100, by XLA's "
+                        "evaluations and by the kernels'")
+    p.add_argument("--time", type=int, metavar="ROWS",
+                   help="on a GPU: one evaluation of ROWS rows timed, XLA's and the kernels'")
+    args = p.parse_args(argv)
+    if args.check:
+        print(f"largest difference from the network on {args.check} rows: {check(args.check):.2e}")
+    if args.h100:
+        report_h100(2048, [tuple(int(n) for n in t.split("x")) for t in args.tiles.split(",")])
+    if args.decision:
+        report_decision(args.decision)
+    if args.time:
+        if jax.default_backend() != "gpu":
+            p.error(f"--time runs the kernels on a GPU; this machine's backend is "
+                    f"{jax.default_backend()}")
+        time_on_device(args.time)
+
+
+if __name__ == "__main__":
+    main()
