@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import os
 import time
 
 import jax
@@ -216,6 +217,8 @@ def main(argv=None):
     p.add_argument("--time", type=int, metavar="ROWS",
                    help="on a GPU: one evaluation of ROWS rows timed, XLA's and the kernels'")
     args = p.parse_args(argv)
+    if args.decision:
+        os.environ["TRICTRAC_LOWERING"] = "gpu"  # the engine as an H100 runs it (traced later)
     if args.check:
         print(f"largest difference from the network on {args.check} rows: {check(args.check):.2e}")
     if args.h100:
