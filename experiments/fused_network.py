@@ -37,19 +37,24 @@ HEAD_COLUMNS = 576  # 514 logits, the value, zeros: a multiple of COLUMNS
 
 
 def _half_block(x_ref, scale_ref, bias_ref, w_ref, b_ref, *rest):
-    """o = Dense(relu(LayerNorm(x))) (+ r): x [ROWS, width], w [width, COLUMNS]."""
+    """o = Dense(relu(LayerNorm(x))) (+ r): x [ROWS, width], w [width, COLUMNS]; the layer
+    norm and the sums in float32, the product's operands in w's type (x's, as stored)."""
     *residual, o_ref = rest
-    x = x_ref[...]
+    x = x_ref[...].astype(jnp.float32)
     mean = jnp.mean(x, axis=1, keepdims=True)
     var = jnp.maximum(jnp.mean(x * x, axis=1, keepdims=True) - mean * mean, 0.0)  # Flax's
     h = jnp.maximum((x - mean) * jax.lax.rsqrt(var + EPS) * scale_ref[...] + bias_ref[...], 0.0)
-    out = jnp.dot(h, w_ref[...], preferred_element_type=jnp.float32) + b_ref[...]
-    o_ref[...] = out + residual[0][...] if residual else out
+    out = jnp.dot(h.astype(w_ref.dtype), w_ref[...], preferred_element_type=jnp.float32)
+    out = out + b_ref[...]
+    if residual:
+        out = out + residual[0][...].astype(jnp.float32)
+    o_ref[...] = out.astype(o_ref.dtype)
 
 
 def half_block(x, norm, dense, residual=None, *, tile=(ROWS, COLUMNS, WARPS), interpret=False):
-    """`residual` + Dense(relu(LayerNorm(x))): x float32[B, width] (B a multiple of the
-    tile's rows), `norm` and `dense` Flax's parameters of the two layers."""
+    """`residual` + Dense(relu(LayerNorm(x))): x [B, width] (B a multiple of the tile's
+    rows; float32, or bfloat16 for evaluations in bfloat16: the result's type too), `norm`
+    and `dense` Flax's parameters of the two layers."""
     from jax.experimental import pallas as pl
     import jax.experimental.pallas.triton as plt
 
@@ -62,22 +67,25 @@ def half_block(x, norm, dense, residual=None, *, tile=(ROWS, COLUMNS, WARPS), in
     specs = [pl.BlockSpec((rows, width), lambda i, j: (i, 0)), whole(width), whole(width),
              pl.BlockSpec((width, columns), lambda i, j: (0, j)),
              pl.BlockSpec((1, columns), lambda i, j: (0, j))]
-    args = [x, norm["scale"][None], norm["bias"][None], dense["kernel"], dense["bias"][None]]
+    args = [x, norm["scale"][None], norm["bias"][None], dense["kernel"].astype(x.dtype),
+            dense["bias"][None]]
     if residual is not None:
         specs.append(pl.BlockSpec((rows, columns), lambda i, j: (i, j)))
         args.append(residual)
     compiled = (dict(interpret=True) if interpret
                 else dict(compiler_params=plt.CompilerParams(num_warps=warps)))
-    return pl.pallas_call(_half_block, out_shape=jax.ShapeDtypeStruct((batch, out), jnp.float32),
+    return pl.pallas_call(_half_block, out_shape=jax.ShapeDtypeStruct((batch, out), x.dtype),
                           grid=(batch // rows, out // columns), in_specs=specs,
                           out_specs=pl.BlockSpec((rows, columns), lambda i, j: (i, j)),
                           **compiled)(*args)
 
 
-def forward(params, obs, **kernel):
+def forward(params, obs, dtype=jnp.float32, **kernel):
     """(logits float32[B, 514], value float32[B]) of `N.PolicyValueNet`'s `params` on
-    observations [B, 217], its half-blocks and heads as `half_block` kernels."""
-    x = obs @ params["Dense_0"]["kernel"] + params["Dense_0"]["bias"]
+    observations [B, 217], its half-blocks and heads as `half_block` kernels, the
+    activations stored in `dtype` (the network's `inference_dtype`)."""
+    first = params["Dense_0"]
+    x = (obs.astype(dtype) @ first["kernel"].astype(dtype) + first["bias"].astype(dtype))
     blocks = sorted(name for name in params if name.startswith("ResidualBlock_"))
     for name in blocks:
         block = params[name]
@@ -90,12 +98,13 @@ def forward(params, obs, **kernel):
              "bias": jnp.concatenate([logits["bias"], value["bias"], jnp.zeros(pad, jnp.float32)])}
     out = half_block(x, params["LayerNorm_0"], heads, **kernel)
     actions = logits["kernel"].shape[1]
+    out = out.astype(jnp.float32)
     return out[:, :actions], jnp.tanh(out[:, actions])
 
 
 def fused_apply(net, params, obs, mask):
-    """`network.apply` with `forward`'s kernels."""
-    logits, value = forward(params, obs)
+    """`network.apply` with `forward`'s kernels (in `net`'s computation type)."""
+    logits, value = forward(params, obs, dtype=net.dtype)
     return N.masked_logits(logits, mask), value
 
 
@@ -110,9 +119,10 @@ def fused_evaluations():
         N.apply = plain
 
 
-def random_params(width=256, blocks=4, seed=0):
-    """A network's parameters, every one moved off its initial value (layer norms too)."""
-    net = N.PolicyValueNet(width=width, blocks=blocks)
+def random_params(width=256, blocks=4, seed=0, dtype=jnp.float32):
+    """A network computing in `dtype` and its parameters, every one moved off its initial
+    value (layer norms too)."""
+    net = N.PolicyValueNet(width=width, blocks=blocks, dtype=dtype)
     params = N.init_params(net, jax.random.PRNGKey(seed))
     leaves, tree = jax.tree.flatten(params)
     keys = jax.random.split(jax.random.PRNGKey(seed + 1), len(leaves))
@@ -120,28 +130,29 @@ def random_params(width=256, blocks=4, seed=0):
                                           for x, k in zip(leaves, keys)])
 
 
-def check(rows: int) -> float:
+def check(rows: int, dtype=jnp.float32) -> float:
     """The largest difference between the kernels' logits and values (interpret mode) and the
-    network's, on `rows` random observations."""
-    net, params = random_params()
+    network's, both computing in `dtype`, on `rows` random observations."""
+    net, params = random_params(dtype=dtype)
     obs = jax.random.uniform(jax.random.PRNGKey(7), (rows, 217))
     logits, value = net.apply({"params": params}, obs)
-    fused_logits, fused_value = forward(params, obs, interpret=True)
+    fused_logits, fused_value = forward(params, obs, dtype=dtype, interpret=True)
     return max(float(jnp.max(jnp.abs(fused_logits - logits))),
                float(jnp.max(jnp.abs(fused_value - value))))
 
 
-def report_h100(rows: int, tiles):
+def report_h100(rows: int, tiles, dtype=jnp.float32):
     from trictrac_jax.tools import gpu_program as G
 
-    net = N.PolicyValueNet()
+    net = N.PolicyValueNet(dtype=dtype)
     params = jax.eval_shape(lambda: N.init_params(net, jax.random.PRNGKey(0)))
     obs = jax.ShapeDtypeStruct((rows, 217), jnp.float32)
     programs = [("XLA", lambda p, o: net.apply({"params": p}, o))] + [
         (f"kernels {r}x{c}, {w} warps", functools.partial(
-            lambda p, o, tile: forward(p, o, tile=tile), tile=(r, c, w))) for r, c, w in tiles]
-    print(f"one evaluation of base.yaml's network, {rows:,} rows (H100 estimate, compiled "
-          f"program, model in docs/gpu-program.md):")
+            lambda p, o, tile: forward(p, o, dtype, tile=tile), tile=(r, c, w)))
+        for r, c, w in tiles]
+    print(f"one evaluation of base.yaml's network in {jnp.dtype(dtype).name}, {rows:,} rows "
+          f"(H100 estimate, compiled program, model in docs/gpu-program.md):")
     for name, fn in programs:
         program = G.read(G.compile_with_kernels(G.H100, fn, params, obs))
         spills = max((k.spills for k in program.by_kernel), default=0)
@@ -150,7 +161,7 @@ def report_h100(rows: int, tiles):
               f"{spills} bytes a thread")
 
 
-def report_decision(config_path: str):
+def report_decision(config_path: str, overrides=()):
     from jax.sharding import Mesh
     from benchmarks import gpu_report as R
     from experiments import move_kernels as MK
@@ -158,7 +169,7 @@ def report_decision(config_path: str):
     from trictrac_jax.az import training as T
     from trictrac_jax.tools import gpu_program as G
 
-    config = config_lib.load_config(config_path)
+    config = config_lib.load_config(config_path, overrides)
     mesh = Mesh([G.device(G.H100)], ("data",))
     state = jax.eval_shape(functools.partial(T.new_state, config), jax.random.PRNGKey(0))
     actors, buffer = jax.eval_shape(functools.partial(T.start_games, config, mesh=mesh),
@@ -173,9 +184,9 @@ def report_decision(config_path: str):
                                               jax.random.PRNGKey(2), donate_argnums=(1, 2))
         decision = R.decision_program(compiled)
         parts = MK.decision_parts(decision, compiled.executable.as_text())
-        print(f"{config_path}, evaluations by {name}: one self-play decision, "
-              f"{decision.kernels:,.0f} kernels, {decision.bytes / 1e9:.3f} GB; H100 estimate "
-              f"(compiled program, model in docs/gpu-program.md): "
+        print(f"{' '.join([config_path, *overrides])}, evaluations by {name}: one self-play "
+              f"decision, {decision.kernels:,.0f} kernels, {decision.bytes / 1e9:.3f} GB; H100 "
+              f"estimate (compiled program, model in docs/gpu-program.md): "
               f"{G.H100_MODEL.seconds(decision) * 1e3:.3f} ms")
         for part, (count, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1]):
             print(f"  {part:32s} {count:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
@@ -214,17 +225,22 @@ def main(argv=None):
     p.add_argument("--decision", metavar="CONFIG",
                    help="one self-play decision of CONFIG compiled for an H100, by XLA's "
                         "evaluations and by the kernels'")
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                   help="the evaluations' computation type (network.inference_dtype) for "
+                        "--check, --h100 and --decision")
     p.add_argument("--time", type=int, metavar="ROWS",
                    help="on a GPU: one evaluation of ROWS rows timed, XLA's and the kernels'")
     args = p.parse_args(argv)
     if args.decision:
         os.environ["TRICTRAC_LOWERING"] = "gpu"  # the engine as an H100 runs it (traced later)
     if args.check:
-        print(f"largest difference from the network on {args.check} rows: {check(args.check):.2e}")
+        print(f"largest difference from the network in {args.dtype} on {args.check} rows: "
+              f"{check(args.check, jnp.dtype(args.dtype)):.2e}")
     if args.h100:
-        report_h100(2048, [tuple(int(n) for n in t.split("x")) for t in args.tiles.split(",")])
+        report_h100(2048, [tuple(int(n) for n in t.split("x")) for t in args.tiles.split(",")],
+                    jnp.dtype(args.dtype))
     if args.decision:
-        report_decision(args.decision)
+        report_decision(args.decision, [f"network.inference_dtype={args.dtype}"])
     if args.time:
         if jax.default_backend() != "gpu":
             p.error(f"--time runs the kernels on a GPU; this machine's backend is "
