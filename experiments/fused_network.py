@@ -3,10 +3,10 @@ residual) as one Pallas (Triton) kernel for the GPU: what XLA cannot fuse (its G
 takes at most four inputs before the product, the layer norm's apply needs five), written
 by hand. Does it pay, and how much of a self-play decision's bytes does it take away?
 
-    python -m experiments.fused_network --check 256        # the kernels (interpret mode) = the network
-    python -m experiments.fused_network --h100             # one evaluation for an H100: XLA's, the kernels'
-    python -m experiments.fused_network --decision configs/base.yaml
-    python -m experiments.fused_network --time 2048        # on a GPU: both timed
+    python -m experiments.fused_network --check 256    # the kernels in interpret mode
+    python -m experiments.fused_network --h100         # one evaluation for an H100
+    python -m experiments.fused_network --decision configs/base.yaml --dtype bfloat16
+    python -m experiments.fused_network --time 2048    # on a GPU: XLA's and the kernels'
 
 A program instance holds `ROWS` rows whole (the layer norm's statistics in registers) and
 writes `COLUMNS` columns of the product; the first Dense (of the observation) stays XLA's,
@@ -183,7 +183,7 @@ def report_decision(config_path: str, overrides=()):
             compiled = G.compile_with_kernels(G.H100, selfplay, state.params, actors, buffer,
                                               jax.random.PRNGKey(2), donate_argnums=(1, 2))
         decision = R.decision_program(compiled)
-        parts = MK.decision_parts(decision, compiled.executable.as_text())
+        parts = MK.decision_parts(MK.kernel_parts(decision, compiled.executable.as_text()))
         print(f"{' '.join([config_path, *overrides])}, evaluations by {name}: one self-play "
               f"decision, {decision.kernels:,.0f} kernels, {decision.bytes / 1e9:.3f} GB; H100 "
               f"estimate (compiled program, model in docs/gpu-program.md): "
@@ -221,7 +221,8 @@ def main(argv=None):
     p.add_argument("--h100", action="store_true",
                    help="one evaluation of 2,048 rows compiled for an H100, XLA's and the kernels'")
     p.add_argument("--tiles", default=f"{ROWS}x{COLUMNS}x{WARPS}",
-                   help="with --h100: the kernels' tiles, ROWSxCOLUMNSxWARPS,... e.g. 64x64x4,32x64x8")
+                   help="with --h100: the kernels' tiles, ROWSxCOLUMNSxWARPS,... "
+                        "e.g. 64x64x4,32x64x8")
     p.add_argument("--decision", metavar="CONFIG",
                    help="one self-play decision of CONFIG compiled for an H100, by XLA's "
                         "evaluations and by the kernels'")

@@ -305,11 +305,10 @@ def kernel_parts(program: G.Program, hlo: str) -> list[tuple[str, G.Kernel]]:
              "copies" if k.name.startswith("copy") else "?", k) for k in program.by_kernel]
 
 
-def decision_parts(program: G.Program, hlo: str) -> dict[str, list[float]]:
-    """Part -> [kernels, bytes, seconds (H100 estimate)] of a self-play decision's
-    `program`."""
+def decision_parts(kernels: list[tuple[str, G.Kernel]]) -> dict[str, list[float]]:
+    """Part -> [kernels, bytes, seconds (H100 estimate)] of a decision's `kernel_parts`."""
     parts = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
-    for part, k in kernel_parts(program, hlo):
+    for part, k in kernels:
         totals = parts[part]
         totals[0] += k.launches
         totals[1] += k.launches * k.bytes
@@ -328,7 +327,7 @@ def report_decision(config_path: str, top: int, overrides=()):
           f"kernels, {decision.bytes / 1e9:.3f} GB; H100 estimate (compiled program, model in "
           f"docs/gpu-program.md): {model.seconds(decision) * 1e3:.3f} ms")
     kernels = kernel_parts(decision, hlo)
-    parts = decision_parts(decision, hlo)
+    parts = decision_parts(kernels)
     for part, (count, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1]):
         print(f"  {part:32s} {count:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
               f"{seconds * 1e3:7.3f} ms")
