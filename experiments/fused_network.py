@@ -15,8 +15,9 @@ and the heads are one kernel of 576 columns (the 514 logits, the value, zeros). 
 docs/gpu-program.md; the model counts each kernel's operands once, where every program
 instance reads its rows and its weight columns again, from L2). `--decision` compiles the
 self-play step alone, its evaluations through the kernels (`network.apply` swapped: the
-training step would need their gradients); the kernels' part is the "?" (their frames are
-this module's, not the network's). Supports docs/journal/engine-speed.md, issue 51.
+training step would need their gradients), the parameters given in the evaluations' type
+(cast once, not in every evaluation); the kernels' part is the "?" (their frames are this
+module's, not the network's). Supports docs/journal/engine-speed.md, issue 51.
 """
 from __future__ import annotations
 
@@ -175,12 +176,16 @@ def report_decision(config_path: str, overrides=()):
     actors, buffer = jax.eval_shape(functools.partial(T.start_games, config, mesh=mesh),
                                     jax.random.PRNGKey(1))
 
+    # the parameters in the evaluations' type, cast once (a decision's evaluations then cast
+    # none; the search only evaluates)
+    dtype = jnp.dtype(config.network.inference_dtype)
+    params = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, dtype), state.params)
     for name, evaluations in (("XLA", contextlib.nullcontext), ("kernels", fused_evaluations)):
         def selfplay(params, actors, buffer, key):  # a function of its own: traced anew
             return T.selfplay_step(config, params, actors, buffer, key, mesh=mesh)
 
         with evaluations():
-            compiled = G.compile_with_kernels(G.H100, selfplay, state.params, actors, buffer,
+            compiled = G.compile_with_kernels(G.H100, selfplay, params, actors, buffer,
                                               jax.random.PRNGKey(2), donate_argnums=(1, 2))
         decision = R.decision_program(compiled)
         parts = MK.decision_parts(MK.kernel_parts(decision, compiled.executable.as_text()))
