@@ -311,7 +311,7 @@ def test_fused_network_kernels_compute_the_network_and_spill_nowhere():
     assert jnp.allclose(fused_logits, logits, atol=1e-4)
     assert jnp.allclose(fused_value, value, atol=1e-5)
     # in bfloat16 (stored activations and the products' operands) within its rounding
-    half, _ = F.random_params(width=128, blocks=1, dtype=jnp.bfloat16)
+    half = net.clone(dtype=jnp.bfloat16)
     logits, value = half.apply({"params": params}, obs)
     fused_logits, fused_value = F.forward(params, obs, jnp.bfloat16, interpret=True)
     scale = float(jnp.max(jnp.abs(logits)))
