@@ -87,16 +87,17 @@ def forward(params, obs, dtype=jnp.float32, **kernel):
     activations stored in `dtype` (the network's `inference_dtype`)."""
     first = params["Dense_0"]
     x = (obs.astype(dtype) @ first["kernel"].astype(dtype) + first["bias"].astype(dtype))
-    blocks = sorted(name for name in params if name.startswith("ResidualBlock_"))
+    blocks = sorted((name for name in params if name.startswith("ResidualBlock_")),
+                    key=lambda name: int(name.rsplit("_", 1)[1]))  # Flax's order
     for name in blocks:
         block = params[name]
         y = half_block(x, block["LayerNorm_0"], block["Dense_0"], **kernel)
         x = half_block(y, block["LayerNorm_1"], block["Dense_1"], residual=x, **kernel)
     logits, value = params["Dense_1"], params["Dense_2"]
     width, pad = x.shape[1], HEAD_COLUMNS - logits["kernel"].shape[1] - 1
-    heads = {"kernel": jnp.concatenate([logits["kernel"], value["kernel"],
-                                        jnp.zeros((width, pad), jnp.float32)], axis=1),
-             "bias": jnp.concatenate([logits["bias"], value["bias"], jnp.zeros(pad, jnp.float32)])}
+    zeros = lambda *shape: jnp.zeros(shape, logits["kernel"].dtype)
+    heads = {"kernel": jnp.concatenate([logits["kernel"], value["kernel"], zeros(width, pad)], 1),
+             "bias": jnp.concatenate([logits["bias"], value["bias"], zeros(pad)])}
     out = half_block(x, params["LayerNorm_0"], heads, **kernel)
     actions = logits["kernel"].shape[1]
     out = out.astype(jnp.float32)
