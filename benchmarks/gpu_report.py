@@ -90,9 +90,20 @@ def iteration_program(config: config_lib.Config, target: G.Target = G.H100):
     return G.read(compiled), decision_program(compiled)
 
 
+def iteration_inputs(config: config_lib.Config, target: G.Target = G.H100):
+    """(mesh, state, actors, buffer) of a training iteration of `config` on `target`'s
+    device: its one-device mesh, and the shapes of the training state, the games and the
+    replay buffer."""
+    mesh = Mesh([G.device(target)], ("data",))
+    state = jax.eval_shape(functools.partial(T.new_state, config), jax.random.PRNGKey(0))
+    actors, buffer = jax.eval_shape(functools.partial(T.start_games, config, mesh=mesh),
+                                    jax.random.PRNGKey(1))
+    return mesh, state, actors, buffer
+
+
 def compiled_iteration(config: config_lib.Config, target: G.Target = G.H100):
     """One training iteration of `config` compiled for `target` (`iteration_program`)."""
-    mesh = Mesh([G.device(target)], ("data",))
+    mesh, state, actors, buffer = iteration_inputs(config, target)
 
     def iteration(state, actors, buffer, key):
         k_play, k_train = jax.random.split(key)
@@ -101,9 +112,6 @@ def compiled_iteration(config: config_lib.Config, target: G.Target = G.H100):
         state, metrics = T.train_step(config, state, buffer, k_train, mesh=mesh)
         return state, actors, buffer, stats, metrics
 
-    state = jax.eval_shape(functools.partial(T.new_state, config), jax.random.PRNGKey(0))
-    actors, buffer = jax.eval_shape(functools.partial(T.start_games, config, mesh=mesh),
-                                    jax.random.PRNGKey(1))
     return compile_for(target, iteration, state, actors, buffer, jax.random.PRNGKey(2),
                        donate_argnums=(0, 1, 2))
 

@@ -25,7 +25,6 @@ import argparse
 import contextlib
 import functools
 import os
-import time
 
 import jax
 import jax.numpy as jnp
@@ -164,7 +163,6 @@ def report_h100(rows: int, tiles, dtype=jnp.float32):
 
 
 def report_decision(config_path: str, overrides=()):
-    from jax.sharding import Mesh
     from benchmarks import gpu_report as R
     from experiments import move_kernels as MK
     from trictrac_jax.az import config as config_lib
@@ -172,10 +170,7 @@ def report_decision(config_path: str, overrides=()):
     from trictrac_jax.tools import gpu_program as G
 
     config = config_lib.load_config(config_path, overrides)
-    mesh = Mesh([G.device(G.H100)], ("data",))
-    state = jax.eval_shape(functools.partial(T.new_state, config), jax.random.PRNGKey(0))
-    actors, buffer = jax.eval_shape(functools.partial(T.start_games, config, mesh=mesh),
-                                    jax.random.PRNGKey(1))
+    mesh, state, actors, buffer = R.iteration_inputs(config)
 
     # the parameters in the evaluations' type, cast once (a decision's evaluations then cast
     # none; the search only evaluates)
@@ -194,28 +189,26 @@ def report_decision(config_path: str, overrides=()):
               f"decision, {decision.kernels:,.0f} kernels, {decision.bytes / 1e9:.3f} GB; H100 "
               f"estimate (compiled program, model in docs/gpu-program.md): "
               f"{G.H100_MODEL.seconds(decision) * 1e3:.3f} ms")
-        for part, (count, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1]):
-            print(f"  {part:32s} {count:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
-                  f"{seconds * 1e3:7.3f} ms")
+        MK.print_parts(parts)
 
 
-def time_on_device(rows: int, rounds: int = 20):
-    """One evaluation of `rows` random observations by XLA and by the kernels, each timed
-    over `rounds` calls on the default device; and their largest difference there."""
+def time_on_device(rows: int, min_seconds: float = 2.0):
+    """One evaluation of `rows` random observations by XLA and by the kernels on the default
+    device: the fastest call of each (`measure.fastest_calls`, the two in turn), and their
+    largest difference there."""
+    from benchmarks import measure
+
     net, params = random_params()
     obs = jax.random.uniform(jax.random.PRNGKey(7), (rows, 217))
-    outputs = {}
-    for name, fn in (("XLA", jax.jit(lambda p, o: net.apply({"params": p}, o))),
-                     ("kernels", jax.jit(forward))):
-        outputs[name] = jax.block_until_ready(fn(params, obs))
-        start = time.perf_counter()
-        for _ in range(rounds):
-            out = fn(params, obs)
-        jax.block_until_ready(out)
-        print(f"{name:8s} {(time.perf_counter() - start) / rounds * 1e6:8.1f} µs an evaluation "
-              f"of {rows:,} rows on {jax.devices()[0].device_kind}", flush=True)
-    apart = max(float(jnp.max(jnp.abs(a - b)))
-                for a, b in zip(outputs["XLA"], outputs["kernels"]))
+    functions = {"XLA": jax.jit(lambda p, o: net.apply({"params": p}, o)),
+                 "kernels": jax.jit(forward)}
+    seconds = measure.fastest_calls([(fn, (params, obs)) for fn in functions.values()],
+                                    min_seconds)
+    for name, best in zip(functions, seconds):
+        print(f"{name:8s} {best * 1e6:8.1f} µs an evaluation of {rows:,} rows on "
+              f"{jax.devices()[0].device_kind}")
+    xla, kernels = (fn(params, obs) for fn in functions.values())
+    apart = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(xla, kernels))
     print(f"largest difference between the two: {apart:.2e}")
 
 

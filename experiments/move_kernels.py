@@ -316,6 +316,13 @@ def decision_parts(kernels: list[tuple[str, G.Kernel]]) -> dict[str, list[float]
     return dict(parts)
 
 
+def print_parts(parts: dict[str, list[float]]):
+    """`decision_parts`, a line each, the most bytes first."""
+    for part, (count, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1]):
+        print(f"  {part:32s} {count:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
+              f"{seconds * 1e3:7.3f} ms")
+
+
 def report_decision(config_path: str, top: int, overrides=()):
     config = config_lib.load_config(config_path, overrides)
     compiled = R.compiled_iteration(config)
@@ -328,9 +335,7 @@ def report_decision(config_path: str, top: int, overrides=()):
           f"docs/gpu-program.md): {model.seconds(decision) * 1e3:.3f} ms")
     kernels = kernel_parts(decision, hlo)
     parts = decision_parts(kernels)
-    for part, (count, bytes_, seconds) in sorted(parts.items(), key=lambda p: -p[1][1]):
-        print(f"  {part:32s} {count:7,.0f} kernels {bytes_ / 1e9:7.3f} GB "
-              f"{seconds * 1e3:7.3f} ms")
+    print_parts(parts)
     print(f"its {top} costliest kernels in bytes (launches a decision, bytes and time in all):")
     for part, k in sorted(kernels, key=lambda pk: -pk[1].launches * pk[1].bytes)[:top]:
         seconds = k.launches * model.kernel_seconds(k)
