@@ -15,7 +15,9 @@ The session spends `--minutes` (its own clock, from its start) in order:
    last table, OUT's own or the repository's committed one (`COMMITTED_TABLE`), is current:
    measured at GPU sizes, every random-play row there, on an engine with the same
    fingerprint as this one (`engine_identity`);
-2. the next leg of the relay (`python train/gpu_run.py`, `trictrac_jax.tools.relay`) on the
+2. the lab's measurements that need a GPU (`LAB`: short commands, `LAB_S` seconds each at
+   most, their result lines recorded in session.md), skipped in a rehearsal (`--quick`);
+3. the next leg of the relay (`python train/gpu_run.py`, `trictrac_jax.tools.relay`) on the
    minutes left, less a reserve for its start, compilation and evaluation (`leg_reserve`:
    the most a recorded leg ran past its training minutes, from the committed sessions'
    records in `SESSIONS`, plus `LEG_MARGIN_S`; `LEG_START_S` without a record) and
@@ -26,7 +28,8 @@ what it wrote stays. OUT holds, at every moment, at most `MAX_FILES` files, each
 `MAX_FILE_BYTES`, `MAX_TOTAL_BYTES` together, no deeper than `MAX_DEPTH` folders (the device
 tool's limits; `pack` checks them after each part and removes what would not come back):
 
-    OUT/session.md                      the plan and each part's status, rewritten as it goes
+    OUT/session.md                      the plan, each part's status and the lab's results,
+                                        rewritten as it goes
     OUT/session.log                     the children's output
     OUT/bench/bench-gpu.md, .json       the speed table (when measured)
     OUT/bench/trace.tar                 the profile of the step
@@ -70,6 +73,14 @@ MAX_FILES, MAX_FILE_BYTES, MAX_TOTAL_BYTES, MAX_DEPTH = 8, 16 * 2**20, 64 * 2**2
 # pack OUT.
 BENCH_S, BENCH_BUDGET_S, LEG_START_S, LEG_MARGIN_S, PACK_S = 240, 200, 120, 20, 15
 MIN_LEG_MINUTES = 0.5  # a leg with less training than this is not started
+# The lab's open questions that only a GPU answers (experiments/README.md): each command's
+# lines that begin with its marker are its results. The fused network's kernels against
+# XLA's evaluations (docs/journal/engine-speed.md, issue 51): some 20 s each on a GPU.
+LAB = (("fused network, float32", ("-m", "experiments.fused_network", "--time", "2048"),
+        "fused network:"),
+       ("fused network, bfloat16", ("-m", "experiments.fused_network", "--time", "2048",
+                                    "--dtype", "bfloat16"), "fused network:"))
+LAB_S = 60
 # What goes first when OUT holds too much: the profile, then the log, then anything not
 # named in KEEP (the largest first), then KEEP's files from its end.
 DROP_ORDER = ("bench/trace.tar", "session.log")
@@ -209,8 +220,10 @@ class Session:
         tmp.write_text(text)
         os.replace(tmp, self.out / "session.md")
 
-    def run(self, name: str, argv: list[str], seconds: float, env: dict | None = None) -> int:
-        """Run `argv` in the repository's root, its output into the log and onto stdout,
+    def run(self, name: str, argv: list[str], seconds: float, env: dict | None = None,
+            results: str | None = None) -> int:
+        """Run `argv` in the repository's root, its output into the log and onto stdout
+        (and its lines that begin with `results` into the record, that marker left out),
         killed after `seconds`; returns its exit status (-9: killed at its deadline)."""
         self.note(f"{name}: started, {seconds:.0f} s at most: `{shlex.join(argv)}`")
         t0 = time.monotonic()
@@ -225,6 +238,9 @@ class Session:
                     log.flush()
                     sys.stdout.buffer.write(line)
                     sys.stdout.flush()
+                    text = line.decode(errors="replace").strip()
+                    if results and text.startswith(results):
+                        self.note(f"{name}: {text[len(results):].strip()}")
                 # its output ends a moment before it exits: not a kill
                 child.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -292,6 +308,20 @@ def bench_part(session: Session, args, engine: dict, env: dict):
             "--budget-seconds", f"{max(1.0, seconds - (BENCH_S - BENCH_BUDGET_S)):.0f}",
             *(["--quick", "--no-pgx"] if args.quick else [])]
     session.run("speed table", argv, seconds, env)
+
+
+def lab_part(session: Session, args, env: dict, lab=LAB):
+    """The lab's measurements (`lab`: name, Python's arguments, the marker of its result
+    lines), each within LAB_S seconds; none in a rehearsal."""
+    if args.quick:
+        session.note("lab: skipped (--quick: its measurements need a GPU)")
+        return
+    for name, command, marker in lab:
+        seconds = min(LAB_S, session.left() - PACK_S)
+        if seconds <= 0:
+            session.note(f"lab: {name} not started (no time left)")
+            continue
+        session.run(f"lab: {name}", [sys.executable, *command], seconds, env, marker)
 
 
 # A session record's lines of a leg (`Session.run`'s notes).
@@ -414,6 +444,7 @@ def main(argv=None) -> int:
                  f"{engine['fingerprint']}); {args.minutes:g} min")
     env = child_env(code)
     for part in (lambda: bench_part(session, args, engine, env),
+                 lambda: lab_part(session, args, env),
                  lambda: leg_part(session, args, env)):
         part()
         for line in pack(args.out):

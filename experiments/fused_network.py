@@ -34,6 +34,7 @@ from trictrac_jax.az import network as N
 ROWS, COLUMNS, WARPS = 32, 64, 8  # no spill at 255 registers for width 256 (--h100 --tiles)
 EPS = 1e-6  # flax.linen.LayerNorm's
 HEAD_COLUMNS = 576  # 514 logits, the value, zeros: a multiple of COLUMNS
+RESULT = "fused network:"  # begins the lines of --check and --time (a GPU session records them)
 
 
 def _half_block(x_ref, scale_ref, bias_ref, w_ref, b_ref, *rest):
@@ -192,24 +193,25 @@ def report_decision(config_path: str, overrides=()):
         MK.print_parts(parts)
 
 
-def time_on_device(rows: int, min_seconds: float = 2.0):
+def time_on_device(rows: int, dtype=jnp.float32, min_seconds: float = 2.0):
     """One evaluation of `rows` random observations by XLA and by the kernels on the default
-    device: the fastest call of each (`measure.fastest_calls`, the two in turn), and their
-    largest difference there."""
+    device, both computing in `dtype` (the parameters given in it, cast once): the fastest
+    call of each (`measure.fastest_calls`, the two in turn), and their largest difference
+    there. One line, `RESULT`'s."""
     from benchmarks import measure
 
-    net, params = random_params()
+    net, params = random_params(dtype=dtype)
+    params = jax.tree.map(lambda x: x.astype(dtype), params)
     obs = jax.random.uniform(jax.random.PRNGKey(7), (rows, 217))
     functions = {"XLA": jax.jit(lambda p, o: net.apply({"params": p}, o)),
-                 "kernels": jax.jit(forward)}
+                 "kernels": jax.jit(functools.partial(forward, dtype=dtype))}
     seconds = measure.fastest_calls([(fn, (params, obs)) for fn in functions.values()],
                                     min_seconds)
-    for name, best in zip(functions, seconds):
-        print(f"{name:8s} {best * 1e6:8.1f} µs an evaluation of {rows:,} rows on "
-              f"{jax.devices()[0].device_kind}")
     xla, kernels = (fn(params, obs) for fn in functions.values())
     apart = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(xla, kernels))
-    print(f"largest difference between the two: {apart:.2e}")
+    print(f"{RESULT} one evaluation of {rows:,} rows in {jnp.dtype(dtype).name} on "
+          f"{jax.devices()[0].device_kind}: XLA {seconds[0] * 1e6:.1f} µs, kernels "
+          f"{seconds[1] * 1e6:.1f} µs (the fastest call of each), {apart:.2e} apart")
 
 
 def main(argv=None):
@@ -227,15 +229,15 @@ def main(argv=None):
                         "evaluations and by the kernels'")
     p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
                    help="the evaluations' computation type (network.inference_dtype) for "
-                        "--check, --h100 and --decision")
+                        "--check, --h100, --decision and --time")
     p.add_argument("--time", type=int, metavar="ROWS",
                    help="on a GPU: one evaluation of ROWS rows timed, XLA's and the kernels'")
     args = p.parse_args(argv)
     if args.decision:
         os.environ["TRICTRAC_LOWERING"] = "gpu"  # the engine as an H100 runs it (traced later)
     if args.check:
-        print(f"largest difference from the network in {args.dtype} on {args.check} rows: "
-              f"{check(args.check, jnp.dtype(args.dtype)):.2e}")
+        print(f"{RESULT} the kernels in interpret mode, {args.check} rows in {args.dtype}: "
+              f"{check(args.check, jnp.dtype(args.dtype)):.2e} from the network at most")
     if args.h100:
         report_h100(2048, [tuple(int(n) for n in t.split("x")) for t in args.tiles.split(",")],
                     jnp.dtype(args.dtype))
@@ -245,7 +247,7 @@ def main(argv=None):
         if jax.default_backend() != "gpu":
             p.error(f"--time runs the kernels on a GPU; this machine's backend is "
                     f"{jax.default_backend()}")
-        time_on_device(args.time)
+        time_on_device(args.time, jnp.dtype(args.dtype))
 
 
 if __name__ == "__main__":

@@ -90,6 +90,27 @@ def test_a_part_that_closes_its_output_before_exiting_is_not_called_killed(tmp_p
     assert "s, exit status 0" in (tmp_path / "out" / "session.md").read_text()
 
 
+def test_the_labs_results_are_recorded_and_skipped_in_a_rehearsal(tmp_path):
+    # A lab command's result lines (its marker first) go into the record, the rest into the
+    # log only; the real lab's commands print theirs so (their CPU form, --check).
+    child = "print('noise'); print('result: 1.5 us'); print('noise result:')"
+    lab = [("one", ("-c", child), "result:"),
+           ("fused network", ("-m", "experiments.fused_network", "--check", "32"), G.LAB[0][2])]
+    args = G.parse_args(["--out", str(tmp_path / "out")])
+    session = G.Session(args.out, 9, "test")
+    G.lab_part(session, args, G.child_env("test"), lab)
+    record = (args.out / "session.md").read_text()
+    assert "- lab: one: 1.5 us" in record and "- lab: one: noise" not in record
+    assert "noise result:" in (args.out / "session.log").read_text()
+    assert "- lab: fused network: the kernels in interpret mode, 32 rows in float32: " in record
+    assert [command[:2] for _, command, _ in G.LAB] == [("-m", "experiments.fused_network")] * 2
+    rehearsal = G.parse_args(["--out", str(tmp_path / "quick"), "--quick"])
+    session = G.Session(rehearsal.out, 9, "test")
+    G.lab_part(session, rehearsal, {}, lab)
+    assert "lab: skipped" in (rehearsal.out / "session.md").read_text()
+    assert not (rehearsal.out / "session.log").exists()
+
+
 def test_a_legs_reserve_is_what_recorded_legs_ran_past_their_minutes(tmp_path):
     # Two sessions' records written by `Session.run`: a leg that ended (its overrun counts)
     # and one killed at its deadline (it says only that it would have taken longer).
@@ -149,7 +170,10 @@ def test_two_sessions_run_legs_1_and_2_of_the_relay(tmp_path, monkeypatch):
     shared), the clock giving each about a second of training."""
     from train import gpu_run
 
-    def here(self, name, argv, seconds, env=None):
+    def here(self, name, argv, seconds, env=None, results=None):
+        if argv[1:3] == ["-m", "experiments.fused_network"]:  # the lab's: a GPU's
+            self.note(f"{name}: not run here")
+            return 0
         assert argv[1] == "train/gpu_run.py"
         self.note(f"{name}: in this process")
         return gpu_run.main(argv[2:])
@@ -168,6 +192,7 @@ def test_two_sessions_run_legs_1_and_2_of_the_relay(tmp_path, monkeypatch):
                        "--leg-start-s", str(60 - G.PACK_S - 0.6), *TINY_LEG]) == 0
         record = (out / "session.md").read_text()
         assert "speed table: skipped" in record and f"relay: leg {number} from " in record
+        assert record.index("lab: fused network, bfloat16") < record.index("relay: leg")
         leg = out / "relay" / relay.leg_name(number)
         _, leg_config, provenance = champion.load(leg / "network.msgpack")
         assert leg_config.run.seed == number and leg_config.search.algorithm == "lookahead"
