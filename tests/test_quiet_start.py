@@ -1,7 +1,8 @@
 """A user's first commands start quietly: in fresh processes, as after the README's install
 (JAX left to choose its platform), `import jax`, every program the README names, `play` and
 a training run print nothing on stderr that is not about the work (no plugin's traceback, no
-absl or libtpu lines), and a training run says first what it runs on."""
+absl or libtpu lines), and a training run says first what it runs on. A program started
+again reads what it compiled the time before (`devices.use_compilation_cache`)."""
 import re
 
 import yaml
@@ -39,11 +40,55 @@ def test_every_program_of_the_readme_answers_help_quietly():
         assert not foreign_lines(err), (program, err)
 
 
-def test_play_starts_quietly():
-    code, out, err = run_fresh(["-m", "trictrac_jax.tools.play", "--seed", "0"], "quit\n")
+def user_cache(home) -> dict[str, str]:
+    """A process's environment as a user's: no compilation cache of the suite's, XDG_CACHE_HOME
+    at `home`, and every program kept however fast it compiled (the processes that tests
+    start compile unoptimised: tests/fresh.py)."""
+    return {"JAX_COMPILATION_CACHE_DIR": "", "XDG_CACHE_HOME": str(home),
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+
+
+def test_play_starts_quietly_and_keeps_what_it_compiled(tmp_path):
+    code, out, err = run_fresh(["-m", "trictrac_jax.tools.play", "--seed", "0"], "quit\n",
+                               environ=user_cache(tmp_path))
     assert code == 0, err
     assert "Your choice" in out  # the game started against the champion, then quit
     assert not foreign_lines(err), err
+    assert any((tmp_path / "trictrac_jax" / "jax").iterdir())  # devices.default_cache_dir()
+
+
+# A program's compilations with devices.use_compilation_cache, and how many of its programs
+# JAX read from the cache ('/jax/compilation_cache/cache_hits').
+CACHED = """
+import jax, jax.numpy as jnp
+from trictrac_jax import devices
+devices.choose_platform()
+jnp.arange(3) + 1  # a computation before the choice (as importing a module may make)
+print(devices.use_compilation_cache())
+hits = []
+jax.monitoring.register_event_listener(
+    lambda event, **kw: hits.append(event) if event.endswith("cache_hits") else None)
+jax.jit(lambda x: jnp.sin(x) * x.sum())(jnp.ones(5)).block_until_ready()
+print(len(hits))
+"""
+
+
+def test_a_program_started_again_reads_what_it_compiled(tmp_path):
+    runs = [run_fresh(["-c", CACHED], environ=user_cache(tmp_path)) for _ in range(2)]
+    (folder, first), (again, second) = (out.split() for _, out, _ in runs)
+    assert all(code == 0 and not foreign_lines(err) for code, _, err in runs), runs
+    assert folder == again == str(tmp_path / "trictrac_jax" / "jax")
+    assert int(first) == 0 < int(second)  # the second read what the first compiled
+    chosen = tmp_path / "chosen"
+    code, out, _ = run_fresh(["-c", CACHED], environ=user_cache(tmp_path) | {
+        "TRICTRAC_COMPILATION_CACHE": str(chosen)})
+    assert code == 0 and out.split() == [str(chosen), "0"] and any(chosen.iterdir())
+    code, out, _ = run_fresh(["-c", CACHED], environ=user_cache(tmp_path / "off") | {
+        "TRICTRAC_COMPILATION_CACHE": "off"})
+    assert code == 0 and out.split() == ["None", "0"] and not (tmp_path / "off").exists()
+    code, out, _ = run_fresh(["-c", CACHED], environ=user_cache(tmp_path) | {
+        "JAX_COMPILATION_CACHE_DIR": str(chosen)})  # a user's own folder: kept
+    assert code == 0 and out.split()[0] == str(chosen) and int(out.split()[1]) > 0
 
 
 def test_a_training_run_says_first_what_it_runs_on(tmp_path):

@@ -95,4 +95,5 @@ def main(argv=None):
 
 if __name__ == "__main__":
     devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
+    devices.use_compilation_cache()  # programs compiled before are read, not compiled
     sys.exit(main())

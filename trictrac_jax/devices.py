@@ -1,4 +1,5 @@
-"""Which JAX platform a program starts: the CPU alone when the machine has no accelerator.
+"""Which JAX platform a program starts (the CPU alone when the machine has no accelerator),
+and where it keeps its compiled programs between runs.
 
 Importing trictrac_jax changes no JAX setting (as pgx and mctx); our programs (the tools'
 and train scripts' entry points) call `choose_platform` first. It matters only where the
@@ -12,6 +13,13 @@ using anyway. A machine with a GPU or a TPU is left to JAX's own choice. The com
 registered: compiling for an H100 or a TPU needs no device (tools/gpu_program.py). (What
 no setting prevents: the CUDA plugin's libraries, loaded by `import jax`, log "Could not
 find cuda drivers" through absl; the quick start's environment has no such plugin.)
+
+Compiling is much of a short run's time (a minute or more on a CPU for a training run's
+programs), and a run resumed, evaluated or played again compiles the same programs: our
+programs then call `use_compilation_cache`, JAX's persistent compilation cache in
+`~/.cache/trictrac_jax/jax` (or `TRICTRAC_COMPILATION_CACHE`'s folder; "off": none; a
+`JAX_COMPILATION_CACHE_DIR` of the user's is kept), which reads a program compiled before
+instead of compiling it again. Benchmarks do not: they time the compile.
 """
 from __future__ import annotations
 
@@ -20,11 +28,13 @@ import os
 import pathlib
 
 import jax
+from jax.experimental.compilation_cache import compilation_cache
 
 # Device nodes of an NVIDIA driver (Docker and Kubernetes expose nvidiactl; WSL2 dxg) and
 # of AMD's ROCm driver; the PCI vendor id of Google's TPU chips.
 ACCELERATOR_NODES = ("/dev/nvidia0", "/dev/nvidiactl", "/dev/dxg", "/dev/kfd")
 TPU_PCI_VENDOR = "0x1ae0"
+CACHE_ENV = "TRICTRAC_COMPILATION_CACHE"  # the cache's folder, or "off"
 
 
 def accelerator_visible() -> bool:
@@ -43,6 +53,28 @@ def choose_platform() -> str | None:
         return None
     jax.config.update("jax_platforms", "cpu")
     return "cpu"
+
+
+def default_cache_dir() -> pathlib.Path:
+    """~/.cache/trictrac_jax/jax (under XDG_CACHE_HOME where it is set)."""
+    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+    return pathlib.Path(base) / "trictrac_jax" / "jax"
+
+
+def use_compilation_cache() -> str | None:
+    """Keep this process's compiled programs for the next (see the module): the folder of
+    JAX's persistent compilation cache, None where `TRICTRAC_COMPILATION_CACHE` is "off". A
+    folder already set (`JAX_COMPILATION_CACHE_DIR`) is used as it is."""
+    if jax.config.jax_compilation_cache_dir:
+        return jax.config.jax_compilation_cache_dir
+    chosen = os.environ.get(CACHE_ENV, "")
+    if chosen.lower() == "off":
+        return None
+    folder = chosen or str(default_cache_dir())
+    jax.config.update("jax_compilation_cache_dir", folder)
+    # JAX decides once whether it caches (at the first computation, an import's maybe)
+    compilation_cache.reset_cache()
+    return folder
 
 
 def describe() -> str:

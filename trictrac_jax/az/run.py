@@ -383,7 +383,9 @@ COMPILE_S = {"gpu": (32, "configs/base.yaml on one H100"),
 def compiling_note() -> str:
     known = COMPILE_S.get(jax.default_backend())
     about = f"about {known[0]} s for {known[1]}" if known else "not timed on this platform yet"
-    return f"compiling self-play, the updates and the evaluation ({about})"
+    cache = jax.config.jax_compilation_cache_dir  # devices.use_compilation_cache
+    kept = f"; what an earlier run compiled is read from {cache}" if cache else ""
+    return f"compiling self-play, the updates and the evaluation ({about}{kept})"
 
 
 # Self-play decisions an iteration from which a config is sized for an accelerator (quick.yaml
