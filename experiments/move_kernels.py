@@ -7,6 +7,7 @@ rules' source lines) compiled for an H100 on this CPU, and read kernel by kernel
     python -m experiments.move_kernels --mix              # and each kernel's PTX opcodes
     python -m experiments.move_kernels --joins            # one rule stored three ways
     python -m experiments.move_kernels --step 1024,8192   # random play's step, by kernel
+    python -m experiments.move_kernels --step 1024 --traffic   # its bytes by array
     python -m experiments.move_kernels --split 1024,8192  # what the larger batch splits
     python -m experiments.move_kernels --decision configs/base.yaml --top 12
 
@@ -15,7 +16,9 @@ game, its PTX instructions a thread, its launch, and the rules' functions its op
 from (the innermost frame in trictrac_jax, counted over the fused computation's operations).
 
 `--step` reads random play's step the same way (the program `bench --h100` estimates: the
-engine's functions under `jax.vmap`, the H100's lowering), `--split` groups the kernels of a
+engine's functions under `jax.vmap`, the H100's lowering), with `--traffic` its bytes a
+game-step by array (`gpu_program.Program.traffic`: each array's type and its dimensions a
+game, read and written, over all kernels), `--split` groups the kernels of a
 larger batch under the kernel of a smaller one whose rules they share (XLA splits some
 kernels at larger batches), and `--decision` splits one self-play decision of a config (as
 `bench --h100` reads it from the training iteration) into the network, the search, the
@@ -265,6 +268,32 @@ def report_step(games_list: list[int], loops: list[str], top: int):
             print()
 
 
+def per_game(array: str, games: int) -> str:
+    """An array's type and dimensions less its games' axis ("u32[1024,2,16]" at 1,024 games:
+    "u32[2,16]"); "shared: ..." for an array without one (a constant, the loop's counter)."""
+    dtype, dims = re.fullmatch(r"(\w+)\[([\d,]*)\]", array).groups()
+    sizes = [int(d) for d in dims.split(",") if d]
+    if games not in sizes:
+        return f"shared: {array}"
+    sizes.remove(games)
+    return f"{dtype}[{','.join(map(str, sizes))}]"
+
+
+def report_traffic(games_list: list[int], loop: str, top: int):
+    """Random play's bytes a game-step by what they are: each array kind (its type and its
+    dimensions a game), read and written, over all kernels."""
+    for games in games_list:
+        program, _ = step_kernels(games, loop)
+        kinds = collections.Counter()
+        for (direction, array), n in program.traffic.items():
+            kinds[direction, per_game(array, games)] += n / games
+        print(f"{loop}, {games:,} games: {program.bytes / games:,.0f} bytes a game-step "
+              f"(H100 program, compiled here), by the arrays read and written:")
+        for (direction, kind), n in kinds.most_common(top):
+            print(f"  {n:8,.0f}  {direction:7s} {kind}")
+        print()
+
+
 def matched_kernels(small: dict[str, collections.Counter], big: dict[str, collections.Counter]
                     ) -> dict[str, list[str]]:
     """Each kernel of `big` under the kernel of `small` whose operations' rules it shares
@@ -357,6 +386,9 @@ def main(argv=None):
                         "sizes, e.g. 1024,8192: its costliest kernels and their rules")
     p.add_argument("--loop", default=measure.PLAIN, choices=[measure.PLAIN, measure.WITH_RESETS],
                    help="random play's loop (--step, --split)")
+    p.add_argument("--traffic", action="store_true",
+                   help="with --step: the bytes a game-step by array (its type and its "
+                        "dimensions a game), read and written, the --top most")
     p.add_argument("--split", metavar="SMALL,BIG",
                    help="random play's kernels at BIG games grouped under the kernel at SMALL "
                         "games whose rules they share: what a larger batch splits")
@@ -370,7 +402,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     os.environ["TRICTRAC_LOWERING"] = "gpu"  # read when the rules are traced
     if args.step or args.split or args.decision:
-        if args.step:
+        if args.step and args.traffic:
+            report_traffic([int(g) for g in args.step.split(",")], args.loop, args.top)
+        elif args.step:
             report_step([int(g) for g in args.step.split(",")], [args.loop], args.top)
         if args.split:
             small, big = (int(g) for g in args.split.split(","))

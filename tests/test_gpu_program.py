@@ -28,7 +28,7 @@ def compiled(fn, *args):
     return G.read(G.compile_for(G.H100, fn, *args))
 
 
-def test_reader_counts_loops_syncs_and_in_place_bytes():
+def test_reader_counts_loops_syncs_and_in_place_bytes_by_array():
     x = jnp.zeros((1024, 1024), jnp.float32)  # 4 MiB
 
     def known_trips(x):  # 7 iterations of one elementwise kernel, trip count known
@@ -50,6 +50,13 @@ def test_reader_counts_loops_syncs_and_in_place_bytes():
     written = compiled(rows, x)
     assert written.kernels >= 50
     assert written.bytes < 3 * x.nbytes  # a row a trip (and a copy of the input), not the array
+    # the bytes by array, read and written: they add up; the loop's rows written 50 times
+    for program in (loop, data, written):
+        assert sum(program.traffic.values()) == pytest.approx(program.bytes)
+    assert written.traffic["written", "f32[1,1024]"] == 50 * 4096
+    assert loop.traffic["read", "f32[1024,1024]"] >= 7 * x.nbytes
+    assert loop.per(7).traffic["read", "f32[1024,1024]"] == pytest.approx(
+        loop.traffic["read", "f32[1024,1024]"] / 7)
     # the model charges each host sync on top of the kernels and bytes
     synced = G.H100_MODEL.seconds(data) - G.H100_MODEL.seconds(data._replace(host_syncs=0))
     assert synced == pytest.approx(G.H100_MODEL.seconds_per_host_sync)
@@ -295,6 +302,10 @@ def test_kernels_are_read_back_to_the_rules_their_operations_come_from():
            "hits": collections.Counter({"b.h": 4, "a.g": 1}), "copy": collections.Counter()}
     assert MK.matched_kernels(small, big) == {"rules": ["rules_1", "rules_2"], "hits": ["hits"],
                                               "?": ["copy"]}
+    # an array of the step's traffic by its dimensions a game (--step --traffic)
+    assert MK.per_game("u32[1024,2,16]", 1024) == "u32[2,16]"
+    assert MK.per_game("pred[1024]", 1024) == "pred[]"
+    assert MK.per_game("s32[36,2]", 1024) == "shared: s32[36,2]"
 
 
 def test_fused_network_kernels_compute_the_network_and_spill_nowhere():

@@ -249,10 +249,19 @@ def _trip_count(attrs: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _kernel_bytes(instr: _Instr, shapes: dict[str, str], computations) -> int:
-    """Bytes a kernel reads and writes (see the module's docstring)."""
-    out = _bytes(instr.shape)
-    reads = {name: _bytes(shapes.get(name, "")) for name in instr.operands}
+def _arrays(shape_text: str) -> list[tuple[str, int]]:
+    """Each array of a shape (a tuple's each): its type and dimensions as the HLO writes
+    them, and its bytes."""
+    return [(f"{dtype}[{dims}]", _bytes(f"{dtype}[{dims}]"))
+            for dtype, dims in _ARRAY.findall(shape_text)]
+
+
+def _kernel_traffic(instr: _Instr, shapes: dict[str, str], computations
+                    ) -> list[tuple[str, str, int]]:
+    """What a kernel reads and writes (see the module's docstring): ("read" or "written",
+    an array's type and dimensions, its bytes), an array each."""
+    out = _arrays(instr.shape)
+    reads = {name: _arrays(shapes.get(name, "")) for name in instr.operands}
     body = computations.get(next(iter(_called(instr.attrs, "calls")), ""), [])
     if body:  # a fusion: what it does with each of its parameters
         local = {i.name: i for i in body}
@@ -267,15 +276,16 @@ def _kernel_bytes(instr: _Instr, shapes: dict[str, str], computations) -> int:
             outside = instr.operands[i.index]
             uses = users.get(i.name, [])
             if uses and all(u.op in _SLICING and u.operands[0] == i.name for u in uses):
-                reads[outside] = sum(_bytes(u.shape) for u in uses)  # read through slices
+                reads[outside] = [a for u in uses for a in _arrays(u.shape)]  # through slices
             if root.op in _IN_PLACE and root.operands[0] == i.name:
-                reads[outside] = 0  # updated in place: only the updates are written
+                reads[outside] = []  # updated in place: only the updates are written
                 update = local.get(root.operands[_IN_PLACE[root.op]])
-                out = _bytes(update.shape) if update else out
+                out = _arrays(update.shape) if update else out
     elif instr.op in _IN_PLACE and len(instr.operands) > _IN_PLACE[instr.op]:
-        reads[instr.operands[0]] = 0
-        out = _bytes(shapes.get(instr.operands[_IN_PLACE[instr.op]], ""))
-    return out + sum(reads.values())
+        reads[instr.operands[0]] = []
+        out = _arrays(shapes.get(instr.operands[_IN_PLACE[instr.op]], ""))
+    return ([("written", array, n) for array, n in out]
+            + [("read", array, n) for arrays in reads.values() for array, n in arrays])
 
 
 class Kernel(NamedTuple):
@@ -309,6 +319,8 @@ class Program(NamedTuple):
     memory_bytes: int  # arguments + outputs (less those donated) + temporaries
     costliest: list  # (bytes a call, kernel's name, its shape), the most bytes first
     by_kernel: tuple[Kernel, ...] = ()  # every kernel, in program order
+    # ("read" or "written", an array's type and dimensions) -> bytes a call, all kernels'
+    traffic: dict = {}
 
     def per(self, n: float) -> "Program":
         """The counts per one of `n` (e.g. per step of a loop of n steps)."""
@@ -316,7 +328,8 @@ class Program(NamedTuple):
                              bytes=self.bytes / n,
                              costliest=[(b / n, k, s) for b, k, s in self.costliest],
                              by_kernel=tuple(k._replace(launches=k.launches / n)
-                                             for k in self.by_kernel))
+                                             for k in self.by_kernel),
+                             traffic={a: b / n for a, b in self.traffic.items()})
 
     def spilling(self, over: int = 0) -> list[Kernel]:
         """Its kernels that spill more than `over` bytes a thread, the most first."""
@@ -404,7 +417,7 @@ def _program(computations, root: str, memory_bytes: int, top: int,
     """What one run of computation `root` does (see the module's docstring); `device`: the
     launch sizes and registers of `compile_with_kernels`, by kernel name."""
     shapes = {i.name: i.shape for body in computations.values() for i in body}
-    launches, costs, shape_of = Counter(), Counter(), {}
+    launches, costs, shape_of, traffic = Counter(), Counter(), {}, Counter()
     totals = {"syncs": 0.0}
 
     def walk(name: str, times: float):
@@ -423,7 +436,9 @@ def _program(computations, root: str, memory_bytes: int, top: int,
                         walk(sub, times)
             elif instr.op not in _FREE:
                 launches[instr.name] += times
-                costs[instr.name] += times * _kernel_bytes(instr, shapes, computations)
+                for direction, array, n in _kernel_traffic(instr, shapes, computations):
+                    costs[instr.name] += times * n
+                    traffic[direction, array] += times * n
                 shape_of[instr.name] = (instr.shape, [shapes.get(o, "") for o in instr.operands])
 
     walk(root, 1.0)
@@ -436,7 +451,7 @@ def _program(computations, root: str, memory_bytes: int, top: int,
     ranked = sorted(((costs[name], name, shape_of[name][0]) for name in costs), reverse=True)
     return Program(kernels=float(sum(launches.values())), host_syncs=totals["syncs"],
                    bytes=float(sum(costs.values())), memory_bytes=memory_bytes,
-                   costliest=ranked[:top], by_kernel=tuple(by_kernel))
+                   costliest=ranked[:top], by_kernel=tuple(by_kernel), traffic=dict(traffic))
 
 
 def _elements(shape_text: str) -> int:
