@@ -377,7 +377,7 @@ def iterate(config: config_lib.Config, state, games, buffer):
 # Seconds that compiling a run's programs (self-play, the updates and one evaluator) takes,
 # as the first announcement says, by backend: what it took for the config named.
 COMPILE_S = {"gpu": (32, "configs/base.yaml on one H100"),
-             "cpu": (90, "configs/quick.yaml on a 2-core CPU")}
+             "cpu": (35, "configs/quick.yaml on a 2-core CPU")}
 
 
 def compiling_note() -> str:
