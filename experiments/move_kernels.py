@@ -400,6 +400,8 @@ def main(argv=None):
                    help="a setting of --decision's CONFIG overridden (repeatable), e.g. "
                         "network.inference_dtype=bfloat16")
     args = p.parse_args(argv)
+    if args.traffic and not args.step:
+        p.error("--traffic: with --step GAMES")
     os.environ["TRICTRAC_LOWERING"] = "gpu"  # read when the rules are traced
     if args.step or args.split or args.decision:
         if args.step and args.traffic:

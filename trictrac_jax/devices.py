@@ -14,12 +14,12 @@ registered: compiling for an H100 or a TPU needs no device (tools/gpu_program.py
 no setting prevents: the CUDA plugin's libraries, loaded by `import jax`, log "Could not
 find cuda drivers" through absl; the quick start's environment has no such plugin.)
 
-Compiling is much of a short run's time (a minute or more on a CPU for a training run's
-programs), and a run resumed, evaluated or played again compiles the same programs: our
-programs then call `use_compilation_cache`, JAX's persistent compilation cache in
-`~/.cache/trictrac_jax/jax` (or `TRICTRAC_COMPILATION_CACHE`'s folder; "off": none; a
-`JAX_COMPILATION_CACHE_DIR` of the user's is kept), which reads a program compiled before
-instead of compiling it again. Benchmarks do not: they time the compile.
+Compiling is much of a short run's time (half a minute on a 2-core CPU for the programs of
+configs/quick.yaml, docs/training.md), and a run resumed, evaluated or played again compiles
+the same programs: our programs then call `use_compilation_cache`, JAX's persistent
+compilation cache in `~/.cache/trictrac_jax/jax` (or `TRICTRAC_COMPILATION_CACHE`'s folder;
+"off": none; a `JAX_COMPILATION_CACHE_DIR` of the user's is kept), which reads a program
+compiled before instead of compiling it again. Benchmarks do not: they time the compile.
 """
 from __future__ import annotations
 
