@@ -7,6 +7,7 @@ against the same per-game values left to XLA (`scalar_lists`).
     python -m experiments.pallas_lists --check 8192       # the kernel (interpret mode) = the lists
     python -m experiments.pallas_lists --games 1024       # H100 programs, each in a process of its own
     python -m experiments.pallas_lists --games 131072 --rows engine,scalars
+    python -m experiments.pallas_lists --lowering          # what Triton's lowering takes
 
 How: the lists' functions are run on `Grid`s, a game's 2 x 16 words as an object array of
 values (in the kernel each a uint32[BLOCK] vector over a block of games), by swapping the
@@ -282,6 +283,51 @@ def h100_row(games: int, row: str) -> str:
             f"{G.H100_MODEL.seconds(program) * 1e6:.1f} us a step; spilling: {spilling}")
 
 
+def lowering_probe(games: int = 4096):
+    """Which ways of moving a game's words around Triton's Pallas lowering compiles for an
+    H100, on a block of BLOCK games x 32 words (a game's words along the lanes): a reduction
+    along the words, words gathered from a ref by an index array, and the same on values
+    (a roll, a take). Prints each one's outcome."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    import jax.experimental.pallas.triton as plt
+    from trictrac_jax.tools import gpu_program as G
+
+    def reduce_along_words(x_ref, order_ref, o_ref):
+        o_ref[...] = jnp.max(x_ref[...], axis=1, keepdims=True) | x_ref[...]
+
+    def gather_from_ref(x_ref, order_ref, o_ref):
+        o_ref[...] = x_ref[jnp.arange(BLOCK)[:, None], order_ref[...][None, :]]
+
+    def roll_value(x_ref, order_ref, o_ref):
+        o_ref[...] = jnp.roll(x_ref[...], 1, axis=1)
+
+    def take_from_value(x_ref, order_ref, o_ref):
+        o_ref[...] = jnp.take(x_ref[...], order_ref[...], axis=1)
+
+    kernels = {"reduce along the words": reduce_along_words,
+               "gather from a ref": gather_from_ref, "roll a value": roll_value,
+               "take from a value": take_from_value}
+    words = jax.ShapeDtypeStruct((games, 32), jnp.uint32)
+    order = jax.ShapeDtypeStruct((32,), jnp.int32)
+    for name, kernel in kernels.items():
+        call = functools.partial(
+            pl.pallas_call, kernel, out_shape=words, grid=(games // BLOCK,),
+            in_specs=[pl.BlockSpec((BLOCK, 32), lambda i: (i, 0)),
+                      pl.BlockSpec((32,), lambda i: (0,))],
+            out_specs=pl.BlockSpec((BLOCK, 32), lambda i: (i, 0)),
+            compiler_params=plt.CompilerParams(num_warps=WARPS))
+        try:
+            program = G.read(G.compile_with_kernels(G.H100, lambda x, o: call()(x, o), words,
+                                                    order))
+            spills = max(k.spills for k in program.by_kernel)
+            print(f"{name:24s} compiles: {program.kernels:.0f} kernel, spills {spills} bytes "
+                  "a thread")
+        except NotImplementedError as error:
+            print(f"{name:24s} does not: {str(error).splitlines()[0]}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -291,7 +337,13 @@ def main(argv=None):
     parser.add_argument("--rows", default=",".join(ROWS),
                         help=f"which of {', '.join(ROWS)} (comma-separated)")
     parser.add_argument("--row", choices=ROWS, help=argparse.SUPPRESS)
+    parser.add_argument("--lowering", action="store_true",
+                        help="which ways of moving a game's words Triton's Pallas lowering "
+                             "compiles for an H100")
     args = parser.parse_args(argv)
+    if args.lowering:
+        lowering_probe()
+        return
     if args.check:
         sys.exit(1 if check(args.check) else 0)
     for games in (int(g) for g in args.games.split(",")):
