@@ -89,6 +89,15 @@ def test_a_program_started_again_reads_what_it_compiled(tmp_path):
     code, out, _ = run_fresh(["-c", CACHED], environ=user_cache(tmp_path) | {
         "JAX_COMPILATION_CACHE_DIR": str(chosen)})  # a user's own folder: kept
     assert code == 0 and out.split()[0] == str(chosen) and int(out.split()[1]) > 0
+    # a folder that cannot be made: no cache; said only where the user named it
+    (tmp_path / "file").write_text("not a folder")
+    code, out, err = run_fresh(["-c", CACHED], environ=user_cache(tmp_path / "file"))
+    assert code == 0 and out.split() == ["None", "0"] and not foreign_lines(err), err
+    code, out, err = run_fresh(["-c", CACHED], environ=user_cache(tmp_path) | {
+        "TRICTRAC_COMPILATION_CACHE": str(tmp_path / "file" / "cache")})
+    assert code == 0 and out.split() == ["None", "0"]
+    assert foreign_lines(err) == [f"TRICTRAC_COMPILATION_CACHE={tmp_path / 'file' / 'cache'}: "
+                                  "Not a directory; compiling without a cache"], err
 
 
 def test_a_training_run_says_first_what_it_runs_on(tmp_path):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import glob
 import os
 import pathlib
+import sys
 
 import jax
 from jax.experimental.compilation_cache import compilation_cache
@@ -63,18 +64,30 @@ def default_cache_dir() -> pathlib.Path:
 
 def use_compilation_cache() -> str | None:
     """Keep this process's compiled programs for the next (see the module): the folder of
-    JAX's persistent compilation cache, None where `TRICTRAC_COMPILATION_CACHE` is "off". A
+    JAX's persistent compilation cache, None where `TRICTRAC_COMPILATION_CACHE` is "off" or
+    the folder cannot be made and written (a folder the user named: said on stderr). A
     folder already set (`JAX_COMPILATION_CACHE_DIR`) is used as it is."""
     if jax.config.jax_compilation_cache_dir:
         return jax.config.jax_compilation_cache_dir
     chosen = os.environ.get(CACHE_ENV, "")
     if chosen.lower() == "off":
         return None
-    folder = chosen or str(default_cache_dir())
-    jax.config.update("jax_compilation_cache_dir", folder)
+    folder = pathlib.Path(chosen or default_cache_dir())
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        writable = os.access(folder, os.W_OK)
+    except OSError as error:
+        writable, why = False, error.strerror or str(error)
+    else:
+        why = "not writable"
+    if not writable:
+        if chosen:
+            print(f"{CACHE_ENV}={chosen}: {why}; compiling without a cache", file=sys.stderr)
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(folder))
     # JAX decides once whether it caches (at the first computation, an import's maybe)
     compilation_cache.reset_cache()
-    return folder
+    return str(folder)
 
 
 def describe() -> str:
