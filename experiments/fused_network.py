@@ -132,15 +132,18 @@ def random_params(width=256, blocks=4, seed=0, dtype=jnp.float32):
                                           for x, k in zip(leaves, keys)])
 
 
+def largest_difference(outputs, others) -> float:
+    """The largest difference between two (logits, value) pairs."""
+    return max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(outputs, others))
+
+
 def check(rows: int, dtype=jnp.float32) -> float:
     """The largest difference between the kernels' logits and values (interpret mode) and the
     network's, both computing in `dtype`, on `rows` random observations."""
     net, params = random_params(dtype=dtype)
     obs = jax.random.uniform(jax.random.PRNGKey(7), (rows, 217))
-    logits, value = net.apply({"params": params}, obs)
-    fused_logits, fused_value = forward(params, obs, dtype=dtype, interpret=True)
-    return max(float(jnp.max(jnp.abs(fused_logits - logits))),
-               float(jnp.max(jnp.abs(fused_value - value))))
+    return largest_difference(net.apply({"params": params}, obs),
+                              forward(params, obs, dtype=dtype, interpret=True))
 
 
 def report_h100(rows: int, tiles, dtype=jnp.float32):
@@ -186,10 +189,8 @@ def report_decision(config_path: str, overrides=()):
                                               jax.random.PRNGKey(2), donate_argnums=(1, 2))
         decision = R.decision_program(compiled)
         parts = MK.decision_parts(MK.kernel_parts(decision, compiled.executable.as_text()))
-        print(f"{' '.join([config_path, *overrides])}, evaluations by {name}: one self-play "
-              f"decision, {decision.kernels:,.0f} kernels, {decision.bytes / 1e9:.3f} GB; H100 "
-              f"estimate (compiled program, model in docs/gpu-program.md): "
-              f"{G.H100_MODEL.seconds(decision) * 1e3:.3f} ms")
+        print(MK.decision_line(f"{' '.join([config_path, *overrides])}, evaluations by {name}",
+                               decision))
         MK.print_parts(parts)
 
 
@@ -207,8 +208,7 @@ def time_on_device(rows: int, dtype=jnp.float32, min_seconds: float = 2.0):
                  "kernels": jax.jit(functools.partial(forward, dtype=dtype))}
     seconds = measure.fastest_calls([(fn, (params, obs)) for fn in functions.values()],
                                     min_seconds)
-    xla, kernels = (fn(params, obs) for fn in functions.values())
-    apart = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(xla, kernels))
+    apart = largest_difference(*(fn(params, obs) for fn in functions.values()))
     print(f"{RESULT} one evaluation of {rows:,} rows in {jnp.dtype(dtype).name} on "
           f"{jax.devices()[0].device_kind}: XLA {seconds[0] * 1e6:.1f} µs, kernels "
           f"{seconds[1] * 1e6:.1f} µs (the fastest call of each), {apart:.2e} apart")

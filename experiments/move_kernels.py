@@ -352,16 +352,20 @@ def print_parts(parts: dict[str, list[float]]):
               f"{seconds * 1e3:7.3f} ms")
 
 
+def decision_line(setting: str, decision: G.Program) -> str:
+    """"SETTING: one self-play decision, its kernels, bytes and H100 estimate"."""
+    return (f"{setting}: one self-play decision, {decision.kernels:,.0f} kernels, "
+            f"{decision.bytes / 1e9:.3f} GB; H100 estimate (compiled program, model in "
+            f"docs/gpu-program.md): {G.H100_MODEL.seconds(decision) * 1e3:.3f} ms")
+
+
 def report_decision(config_path: str, top: int, overrides=()):
     config = config_lib.load_config(config_path, overrides)
     compiled = R.compiled_iteration(config)
     decision, hlo = R.decision_program(compiled), compiled.executable.as_text()
     model = G.H100_MODEL
-    games = config.selfplay.batch_size
     setting = " ".join([config_path, *overrides])
-    print(f"{setting}: one self-play decision of {games:,} games, {decision.kernels:,.0f} "
-          f"kernels, {decision.bytes / 1e9:.3f} GB; H100 estimate (compiled program, model in "
-          f"docs/gpu-program.md): {model.seconds(decision) * 1e3:.3f} ms")
+    print(decision_line(f"{setting} ({config.selfplay.batch_size:,} games)", decision))
     kernels = kernel_parts(decision, hlo)
     parts = decision_parts(kernels)
     print_parts(parts)

@@ -312,15 +312,14 @@ def lowering_probe(games: int = 4096):
     words = jax.ShapeDtypeStruct((games, 32), jnp.uint32)
     order = jax.ShapeDtypeStruct((32,), jnp.int32)
     for name, kernel in kernels.items():
-        call = functools.partial(
-            pl.pallas_call, kernel, out_shape=words, grid=(games // BLOCK,),
+        call = pl.pallas_call(
+            kernel, out_shape=words, grid=(games // BLOCK,),
             in_specs=[pl.BlockSpec((BLOCK, 32), lambda i: (i, 0)),
                       pl.BlockSpec((32,), lambda i: (0,))],
             out_specs=pl.BlockSpec((BLOCK, 32), lambda i: (i, 0)),
             compiler_params=plt.CompilerParams(num_warps=WARPS))
         try:
-            program = G.read(G.compile_with_kernels(G.H100, lambda x, o: call()(x, o), words,
-                                                    order))
+            program = G.read(G.compile_with_kernels(G.H100, call, words, order))
             spills = max(k.spills for k in program.by_kernel)
             print(f"{name:24s} compiles: {program.kernels:.0f} kernel, spills {spills} bytes "
                   "a thread")
