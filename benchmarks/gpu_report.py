@@ -361,9 +361,12 @@ def issue_bullet(m: G.TimeModel, fit: dict | None) -> list[str]:
             "instructions are its PTX counted (`gpu_program.ptx_instructions`; a kernel that "
             "loops runs more). It rules the step's kernels over the candidates, which "
             "issue far more instructions a byte than the kernels the constants above were "
-            "fitted on. Fitted (`gpu_report.instruction_rate`, then rounded) on the step's "
-            "costliest kernels in a measured profile, each compiled here under the same name "
-            "and launch size")
+            "fitted on. A Pallas kernel (the \"gpu-tiles\" lowering's move lists, "
+            "`moves.tiles`) is estimated by the same terms, Triton's PTX counted and its "
+            "operands' bytes once: it rests on this rate and the constants above, fitted on "
+            "XLA's kernels alone, until a GPU times it (`experiments.lowering_ab`). Fitted "
+            "(`gpu_report.instruction_rate`, then rounded) on the step's costliest kernels in "
+            "a measured profile, each compiled here under the same name and launch size")
     if not fit:
         return [line + f" ({G.INSTRUCTIONS_FITTED_ON}; the newest measured table is of "
                 "another engine, so no profile here refits it)."]

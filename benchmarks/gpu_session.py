@@ -74,9 +74,19 @@ MAX_FILES, MAX_FILE_BYTES, MAX_TOTAL_BYTES, MAX_DEPTH = 8, 16 * 2**20, 64 * 2**2
 BENCH_S, BENCH_BUDGET_S, LEG_START_S, LEG_MARGIN_S, PACK_S = 240, 200, 120, 20, 15
 MIN_LEG_MINUTES = 0.5  # a leg with less training than this is not started
 # The lab's open questions that only a GPU answers (experiments/README.md): each command's
-# lines that begin with its marker are its results. The fused network's kernels against
-# XLA's evaluations (docs/journal/engine-speed.md, issue 51): some 20 s each on a GPU.
-LAB = (("fused network, float32", ("-m", "experiments.fused_network", "--time", "2048"),
+# lines that begin with its marker are its results (docs/journal/engine-speed.md, issue 51).
+# The "gpu-tiles" lowering (the move lists in a Pallas kernel): its rules on the golden
+# sample as the device's Triton compiles them, and its random play against the GPU
+# lowering's; the fused network's kernels against XLA's evaluations. Some 20-50 s each.
+GOLDEN_SAMPLE = tuple(f"tests/data/golden/{name}.jsonl.gz"
+                      for name in ("games", "positions", "games-summary"))
+LAB = (("gpu-tiles on the golden sample", ("-m", "trictrac_jax.tools.verify", "--lowering",
+                                           "gpu-tiles", *GOLDEN_SAMPLE), "agreement:"),
+       *((f"gpu-tiles against gpu, {games} games", ("-m", "experiments.lowering_ab",
+                                                    "--lowerings", "gpu,gpu-tiles",
+                                                    "--batches", games), "lowering ab:")
+         for games in ("1024", "32768")),
+       ("fused network, float32", ("-m", "experiments.fused_network", "--time", "2048"),
         "fused network:"),
        ("fused network, bfloat16", ("-m", "experiments.fused_network", "--time", "2048",
                                     "--dtype", "bfloat16"), "fused network:"))

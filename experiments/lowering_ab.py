@@ -3,6 +3,7 @@ machine's default device: random play in the plain loop, one process, the two pr
 calls interleaved so that a burst of load falls on both.
 
     python -m experiments.lowering_ab                                  # gpu against gpu-games-last
+    python -m experiments.lowering_ab --lowerings gpu,gpu-tiles        # the lists' kernel
     python -m experiments.lowering_ab --batches 1024,8192 --out DIR    # rows.jsonl in DIR, row by row
 
 For each batch: both programs compiled (a `lax.scan` of `env.step` over 64 steps from the
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 STEPS = 64
+RESULT = "lowering ab:"  # begins each result line (a GPU session records them)
 
 
 def compiled_loop(env, lowering: str, states, key):
@@ -75,12 +77,13 @@ def main(argv=None):
     for batch in (int(b) for b in args.batches.split(",")):
         rows = compare(lowerings, batch, args.calls, args.seconds)
         for row in rows:
-            print(f"{row['batch']:>7,} games  {row['lowering']:<16} {row['steps_per_s']:>14,.0f} "
-                  f"steps/s  compile {row['compile_s']:.1f} s", flush=True)
+            print(f"{RESULT} {row['batch']:,} games, {row['lowering']} on {row['device']}: "
+                  f"{row['steps_per_s']:,.0f} steps/s, compile {row['compile_s']:.1f} s",
+                  flush=True)
             if args.out:
                 with open(args.out / "rows.jsonl", "a") as f:
                     f.write(json.dumps(row) + "\n")
-        print(f"{batch:>7,} games  {lowerings[1]} / {lowerings[0]}: "
+        print(f"{RESULT} {batch:,} games, {lowerings[1]} / {lowerings[0]}: "
               f"{rows[1]['steps_per_s'] / rows[0]['steps_per_s']:.3f}", flush=True)
 
 

@@ -406,7 +406,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.traffic and not args.step:
         p.error("--traffic: with --step GAMES")
-    os.environ["TRICTRAC_LOWERING"] = "gpu"  # read when the rules are traced
+    # read when the rules are traced: the GPU's, unless the caller names another
+    os.environ.setdefault("TRICTRAC_LOWERING", "gpu")
     if args.step or args.split or args.decision:
         if args.step and args.traffic:
             report_traffic([int(g) for g in args.step.split(",")], args.loop, args.top)

@@ -11,7 +11,9 @@ against the same per-game values left to XLA (`scalar_lists`).
 
 How: the lists' functions are run on `Grid`s, a game's 2 x 16 words as an object array of
 values (in the kernel each a uint32[BLOCK] vector over a block of games), by swapping the
-array helpers that lists.py calls (`rules_on_grids`); the candidates stay XLA's. Supports
+array helpers that lists.py calls (`rules_on_grids`); the candidates stay XLA's. One thread
+a game spills here; the kernel that spreads a game's words over a block's threads is the
+engine's "gpu-tiles" lowering (`trictrac_jax/moves/tiles.py`). Supports
 docs/journal/engine-speed.md, issue 51.
 """
 from __future__ import annotations

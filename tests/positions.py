@@ -15,7 +15,7 @@ import numpy as np
 from trictrac_jax import moves, scoring
 from trictrac_jax.lowering import forced
 
-LOWERINGS = ("cpu", "gpu")
+LOWERINGS = ("cpu", "gpu", "gpu-tiles")  # gpu-tiles: the lists in the Pallas kernel (interpreted)
 
 
 def view(own: dict, opponent: dict | None = None) -> np.ndarray:

@@ -400,7 +400,8 @@ def test_the_lowering_is_named_by_its_variable_or_its_former_name(monkeypatch):
 def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch, varied, cpu_in_chunks):
     """The GPU lowering (plain fusion, one pass), forced on CPU, plays the same games as the
     CPU lowering (materialisation in branches of their own, here in chunks of 16): a step, its two halves
-    and the random agent; and a step under the GPU lowering with the games last."""
+    and the random agent; and a step under the GPU lowering with the games last, and with the
+    move lists in the Pallas kernel (interpreted on the CPU)."""
     from trictrac_jax import lowering
 
     states, actions, keys, _ = varied
@@ -410,8 +411,12 @@ def test_gpu_lowering_gives_the_states_of_the_cpu_lowering(monkeypatch, varied, 
     monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu-games-last")  # the other GPU layout
     jax.clear_caches()
     games_last = jax.jit(jax.vmap(ENV.step))(states, actions, keys)
+    monkeypatch.setenv(lowering.LOWERING_VARIABLE, "gpu-tiles")
+    jax.clear_caches()
+    tiles = jax.jit(jax.vmap(ENV.step))(states, actions, keys)
     jax.clear_caches()
     assert _same(cpu_in_chunks, gpu) and _same(cpu_in_chunks[0], games_last)
+    assert _same(cpu_in_chunks[0], tiles)
 
 
 def test_kernel_boundary_is_a_barrier_under_the_gpu_lowering_only(monkeypatch):

@@ -95,7 +95,8 @@ def test_the_labs_results_are_recorded_and_skipped_in_a_rehearsal(tmp_path):
     # log only; the real lab's commands print theirs so (their CPU form, --check).
     child = "print('noise'); print('result: 1.5 us'); print('noise result:')"
     lab = [("one", ("-c", child), "result:"),
-           ("fused network", ("-m", "experiments.fused_network", "--check", "32"), G.LAB[0][2])]
+           ("fused network", ("-m", "experiments.fused_network", "--check", "32"),
+            dict((c[1], m) for _, c, m in G.LAB)["experiments.fused_network"])]
     args = G.parse_args(["--out", str(tmp_path / "out")])
     session = G.Session(args.out, 9, "test")
     G.lab_part(session, args, G.child_env("test"), lab)
@@ -103,7 +104,10 @@ def test_the_labs_results_are_recorded_and_skipped_in_a_rehearsal(tmp_path):
     assert "- lab: one: 1.5 us" in record and "- lab: one: noise" not in record
     assert "noise result:" in (args.out / "session.log").read_text()
     assert "- lab: fused network: the kernels in interpret mode, 32 rows in float32: " in record
-    assert [command[:2] for _, command, _ in G.LAB] == [("-m", "experiments.fused_network")] * 2
+    assert [command[1] for _, command, _ in G.LAB] == [
+        "trictrac_jax.tools.verify", "experiments.lowering_ab", "experiments.lowering_ab",
+        "experiments.fused_network", "experiments.fused_network"]
+    assert all((G.ROOT / path).exists() for path in G.GOLDEN_SAMPLE)
     rehearsal = G.parse_args(["--out", str(tmp_path / "quick"), "--quick"])
     session = G.Session(rehearsal.out, 9, "test")
     G.lab_part(session, rehearsal, {}, lab)

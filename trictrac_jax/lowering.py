@@ -26,7 +26,9 @@ recomputation they save), a batch runs in one pass, `lookup` gathers and `kernel
 keeps a value out of its readers' kernels. `game_minor` puts the games last on CPU and
 is a plain `jax.vmap` on a GPU (games the major axis: faster there at every batch size
 measured, `python -m experiments.lowering_ab`, docs/speed.md); "gpu-games-last" is the GPU
-lowering with the games last, kept to be timed beside it. `any_nonzero` follows the games:
+lowering with the games last, kept to be timed beside it. "gpu-tiles" is the GPU lowering
+with the move lists in one Pallas kernel (`moves.tiles`): fewer kernels and bytes a step in
+the H100 programs compiled here, not yet run on a GPU, so chosen only by name. `any_nonzero` follows the games:
 an OR written out with the games last, a reduction with the games first; so does
 `kth_true` (the random agent's pick): a running count with the games last, words of 32
 entries with the games first (the same index), and `count_true`: a sum with the games last,
@@ -81,6 +83,9 @@ class Lowering(NamedTuple):
     candidates_per_pass: int  # ... a pass of at most this many pairs
     # `top_k` of k <= `TOPK_KERNEL_K` entries: rows shorter than this padded to it (0: none)
     top_k_row: int
+    # `moves.move_lists`: a batch's lists computed by one Pallas kernel over tiles of games
+    # (`moves.tiles`), else by XLA's kernels
+    lists_in_tiles: bool = False
 
 
 # Candidate passes. CPU: the valid candidates only (a lookahead's likeliest moves include
@@ -99,6 +104,7 @@ LOWERINGS = {"cpu": Lowering(materialise_apart=True, chunked=True, gather=False,
                              every_pair_up_to=32, candidates_per_game=32,
                              candidates_per_pass=65536, top_k_row=1024)}
 LOWERINGS["gpu-games-last"] = LOWERINGS["gpu"]._replace(games_last=True)
+LOWERINGS["gpu-tiles"] = LOWERINGS["gpu"]._replace(lists_in_tiles=True)
 
 
 def current() -> Lowering:

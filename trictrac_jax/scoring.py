@@ -180,7 +180,7 @@ def _filling_reaches(board, dice, lists: moves.MoveLists):
     # on a GPU, each thread summed the fields for the fillable quarters again)
     missing, dest = _missing_for_quarter(board)
     missing, dest = kernel_boundary((missing, dest.astype(jnp.int8)))  # narrow, as the rows
-    seqs = moves.first_listed(lists.filling, lists.candidates)
+    seqs = lists.filling_first
     r = lists.candidates.rows
     origins, distinct = _origins(dice, dest)
     return missing, seqs, [(seqs & _reaching(r, dest, origin), counts)

@@ -16,6 +16,8 @@ Tools that read candidates one at a time unpack a set (`unpack`) to the flat ord
 """
 from __future__ import annotations
 
+import operator
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -66,13 +68,110 @@ IS_FULL = ((np.broadcast_to(FULL, GRID[:2])[:, :, None] >> np.arange(NUM_SLOTS))
            ).reshape(-1) == 1  # bool[N]: FULL, one entry a candidate
 
 
+class PassTile:
+    """A set's words inside a kernel (`moves.tiles`) over a tile of games: one value a pass,
+    uint32[games, 16] (row i in column i), or what broadcasts to it (a game's flag
+    [games, 1], a rows' constant [1, 16], a scalar). The kernel's threads share a pass's
+    words, so the lists' rules read as on `RowWords`: `&`, `|`, `~` per pass, and the
+    helpers below (`other_pass`, `pass_rows`, ...) swap or pick whole values."""
+
+    __array_ufunc__ = None  # numpy operands defer to PassTile's operators
+
+    def __init__(self, first, second):
+        self.passes = (first, second)
+
+    @classmethod
+    def constant(cls, x) -> "PassTile":
+        """A structure-axes constant (a scalar, [16] rows, [2, 1] or [2, 16] a pass's)."""
+        x = np.asarray(x)
+        if x.ndim == 2:
+            return cls(*(_rows_value(x[p]) for p in range(NUM_PASSES)))
+        return cls(*(_rows_value(x),) * NUM_PASSES)
+
+    def map(self, fn, *others) -> "PassTile":
+        """`fn` pass by pass over this tile and `others` (tiles, flags or scalars)."""
+        return PassTile(*(fn(*(_pass_value(x, p) for x in (self, *others)))
+                          for p in range(NUM_PASSES)))
+
+
+def _pass_value(x, p: int):
+    """Pass `p`'s value of a tile; a flag or scalar is the same for both passes."""
+    return x.passes[p] if isinstance(x, PassTile) else x
+
+
+def _rows_value(values: np.ndarray):
+    """uint32[1, 16] of a [16] numpy constant built in the kernel (which captures no
+    arrays): a select on a bit mask of its rows for each distinct value; a scalar as is."""
+    values = values.astype(np.uint32) if values.dtype.kind in "ui" else values
+    if values.ndim == 0 or values.shape[0] == 1:
+        return values.reshape(())[()]
+    row = jax.lax.broadcasted_iota(U32, (1, values.shape[0]), 1)
+    out = jnp.zeros((1, values.shape[0]), values.dtype)
+    for value in np.unique(values[values != 0]):
+        rows = np.uint32(sum(1 << int(j) for j in np.flatnonzero(values == value)))
+        out = jnp.where(((rows >> row) & 1) == 1, value, out)
+    return out
+
+
+for _name in ("and", "or", "xor", "rshift", "lshift", "ne", "eq"):
+    _op = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
+    setattr(PassTile, f"__{_name}__", (lambda op: lambda s, o: s.map(op, o))(_op))
+    if _name not in ("ne", "eq"):
+        setattr(PassTile, f"__r{_name}__", (lambda op: lambda s, o: s.map(
+            lambda a, b: op(b, a), o))(_op))
+PassTile.__invert__ = lambda s: s.map(operator.invert)
+IN_TILE = ("tile",)  # `lanes_of` a PassTile: constants `against` it are PassTiles
+
+
 def against(x, lanes):
-    """A structure-axes constant `x` with the unit axes of `lanes` after it."""
+    """A structure-axes constant `x` with the unit axes of `lanes` after it (a PassTile's
+    constant in a tile)."""
+    if lanes == IN_TILE:
+        return PassTile.constant(x)
     return A.leading(np.asarray(x), len(lanes))
 
 
 def lanes_of(words: RowWords):
-    return words.shape[2:]
+    return IN_TILE if isinstance(words, PassTile) else words.shape[2:]
+
+
+def select(cond, a: RowWords, b: RowWords) -> RowWords:
+    """Words `a` where `cond` (a game's flag), else `b`."""
+    if isinstance(a, PassTile) or isinstance(b, PassTile):
+        return PassTile(*(jnp.where(cond, _pass_value(a, p), _pass_value(b, p))
+                          for p in range(NUM_PASSES)))
+    return jnp.where(cond, a, b)
+
+
+def other_pass(words: RowWords) -> RowWords:
+    """The words of each candidate's twin: the same rows and slots in the other pass."""
+    if isinstance(words, PassTile):
+        return PassTile(*words.passes[::-1])
+    return words[::-1]
+
+
+def pass_rows(words: RowWords, p: int) -> RowWords:
+    """Pass `p`'s words against both passes ([1, 16, *lanes])."""
+    if isinstance(words, PassTile):
+        return PassTile(words.passes[p], words.passes[p])
+    return words[p][None]
+
+
+def by_pass(first: RowWords, second: RowWords) -> RowWords:
+    """uint32[2, 16, *lanes]: pass 0's words from `first`, pass 1's from `second` (each
+    [1, 16, *lanes], `pass_rows`). A stack of rows written as selects (`arrays.stack_rows`):
+    on a GPU a stack is a kernel of its own."""
+    if isinstance(first, PassTile):
+        return PassTile(first.passes[0], second.passes[0])
+    return A.stack_rows([first[0], second[0]])
+
+
+def either_pass(words: RowWords) -> RowWords:
+    """[1, 16, *lanes]: a candidate's bit set in either pass, against both passes."""
+    if isinstance(words, PassTile):
+        both = words.passes[0] | words.passes[1]
+        return PassTile(both, both)
+    return (words[0] | words[1])[None]
 
 
 def keep(cond, word):
@@ -82,7 +181,11 @@ def keep(cond, word):
 
 def any_set(words: RowWords) -> PerGame:
     """bool[*lanes]: some bit of `words` is set (over the 32 words as the lowering reduces
-    them: `lowering.any_nonzero`)."""
+    them: `lowering.any_nonzero`; in a tile, [games, 1])."""
+    if isinstance(words, PassTile):
+        first, second = (jnp.max(jnp.broadcast_to(w, (jnp.shape(w)[0], NUM_ROWS)), axis=1,
+                                  keepdims=True) for w in words.passes)
+        return (first | second) != 0
     return any_nonzero(words.reshape((-1,) + lanes_of(words)))
 
 
@@ -93,7 +196,15 @@ def count_set(words: RowWords) -> PerGame:
 
 def transposed(words: RowWords) -> RowWords:
     """uint32[2, 16, *lanes]: bit k of row i is bit i of row k, for own fields i, k < 15
-    (the candidate with its first and second slots swapped; nothing elsewhere)."""
+    (the candidate with its first and second slots swapped; nothing elsewhere). In a tile,
+    a sum over [games, 16 (i), 16 (k)] bits: a kernel moves no value across its threads
+    but by a reduction."""
+    if isinstance(words, PassTile):
+        i = jax.lax.broadcasted_iota(U32, (1, NUM_ROWS, 1), 1)
+        k = jax.lax.broadcasted_iota(U32, (1, 1, NUM_ROWS), 2)
+        own = (i < NUM_FIRST) & (k < NUM_FIRST)
+        return PassTile(*(jnp.sum(jnp.where(own, ((w[:, None, :] >> i) & 1) << k, U32(0)),
+                                  axis=2) for w in words.passes))
     lanes = lanes_of(words)
     shifts = jnp.arange(NUM_FIRST, dtype=U32).reshape((1, 1, NUM_FIRST) + (1,) * len(lanes))
     bits = (words[:, :NUM_FIRST, None] >> shifts) & 1  # [2, 15 (k), 15 (i), *lanes]

@@ -20,11 +20,12 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from trictrac_jax.arrays import stack_rows
-from trictrac_jax.lowering import materialised
+from trictrac_jax.lowering import current, materialised
+from trictrac_jax.moves import tiles
 from trictrac_jax.moves.candidates import Candidates, candidates
 from trictrac_jax.moves.layout import (ALL, BELOW_ROW, FIRST_PASS, FULL, SINGLE, PerGame,
-                                       RowWords, against, any_set, keep, lanes_of, transposed)
+                                       RowWords, against, any_set, by_pass, either_pass, keep,
+                                       lanes_of, other_pass, pass_rows, select, transposed)
 
 
 def same_listed(in_set: RowWords, c: Candidates) -> tuple[RowWords, RowWords]:
@@ -39,16 +40,16 @@ def same_listed(in_set: RowWords, c: Candidates) -> tuple[RowWords, RowWords]:
     (1, k then i): the candidate and its transpose (slots swapped) in both passes.
     """
     lanes = lanes_of(in_set)
-    twin = c.twin_same & in_set[::-1]
+    twin = c.twin_same & other_pass(in_set)
     same, earlier = in_set | twin, twin & ~against(FIRST_PASS, lanes)
     exits = in_set & c.double_exit
     swapped = transposed(exits)  # the transpose lists the same pair
     either = exits | swapped
     below = against(BELOW_ROW, lanes)
-    exit_same = either[0] | either[1]
-    # rows as selects: a stack of two rows is a GPU kernel of its own (`arrays.stack_rows`)
-    exit_earlier = stack_rows([below & swapped[0], either[0] | (below & swapped[1])])
-    return same | (exit_same[None] & c.double_exit), earlier | (exit_earlier & c.double_exit)
+    exit_earlier = by_pass(below & pass_rows(swapped, 0),
+                           pass_rows(either, 0) | (below & pass_rows(swapped, 1)))
+    return (same | (either_pass(either) & c.double_exit),
+            earlier | (exit_earlier & c.double_exit))
 
 
 def member(in_set: RowWords, c: Candidates) -> RowWords:
@@ -72,7 +73,7 @@ def _listed(ok: RowWords, any_full: PerGame, any_first: PerGame) -> RowWords:
     pass listed nothing (`any_first`: some `ok` candidate in the first pass)."""
     lanes = lanes_of(ok)
     alone = ok & against(SINGLE, lanes) & (against(FIRST_PASS, lanes) | keep(~any_first, ALL))
-    return jnp.where(any_full, ok & against(FULL, lanes), alone)
+    return select(any_full, ok & against(FULL, lanes), alone)
 
 
 def _some_listed(any_full: PerGame, any_first: PerGame, in_full: PerGame,
@@ -159,13 +160,21 @@ class MoveLists(NamedTuple):
     ok: RowWords
     legal_full: PerGame
     legal_first: PerGame
+    filling_first: RowWords  # `filling`'s pairs, each listed once (`first_listed`)
 
 
 def move_lists(board, dice) -> MoveLists:
     """The three lists (see the module's docstring) of view board int[24, *lanes] with dice
     int[2, *lanes]: each list is "the candidates passing its rules" cut by `_listed`'s two
-    per-game flags."""
+    per-game flags. Under the lowering's `lists_in_tiles` a batch's lists are one kernel
+    (`moves.tiles`)."""
     c = candidates(board, dice)
+    lists = tiles.in_tiles(_lists, c) if current().lists_in_tiles else _lists(c)
+    return MoveLists(c, *lists)
+
+
+def _lists(c: Candidates) -> tuple:
+    """`MoveLists`' fields after the candidates, from the candidates' words alone."""
     lanes = lanes_of(c.possible)
     flags = _list_flags(c)
     filling = _filling(c, flags.any_full, flags.any_first)
@@ -174,9 +183,9 @@ def move_lists(board, dice) -> MoveLists:
     ok = _legal_candidates(c, allowed, exact, flags.any_exact)
     legal_full = any_set(ok & against(FULL, lanes))
     legal_first = any_set(ok & against(FIRST_PASS, lanes))
-    return MoveLists(c, filling, exact, _listed(ok, legal_full, legal_first),
-                     legal_full | any_set(ok & against(SINGLE, lanes)), ok, legal_full,
-                     legal_first)
+    return (filling, exact, _listed(ok, legal_full, legal_first),
+            legal_full | any_set(ok & against(SINGLE, lanes)), ok, legal_full, legal_first,
+            first_listed(filling, c))
 
 
 def some_legal_in(lists: MoveLists, q: RowWords) -> PerGame:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import sys
 from collections import defaultdict
 
@@ -33,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from trictrac_jax import devices
+from trictrac_jax import devices, lowering
 from trictrac_jax import board as B
 from trictrac_jax import io
 from trictrac_jax.moves import decode
@@ -210,7 +211,12 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", help="golden JSON Lines files (.jsonl or .jsonl.gz)")
     parser.add_argument("--examples", type=int, default=5, help="disagreements to print")
+    parser.add_argument("--lowering", choices=sorted(lowering.LOWERINGS),
+                        help="replay under this lowering of the engine (default: the "
+                             "device's, or $TRICTRAC_LOWERING)")
     args = parser.parse_args(argv)
+    if args.lowering:  # read when the engine is traced
+        os.environ[lowering.LOWERING_VARIABLE] = args.lowering
 
     kernels = _make_kernels(Trictrac(max_steps=None))
     tally = Tally(args.examples)
