@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import trictrac_jax as tt
+from benchmarks import measure
 from trictrac_jax import board as B
-from trictrac_jax.agents import random_agent
 from trictrac_jax.lowering import forced
 from trictrac_jax.moves import layout as L
 from trictrac_jax.moves import move_lists
@@ -55,26 +55,10 @@ def test_a_pass_tile_computes_what_the_words_do():
     assert not L.any_set(as_tile(sparse))[1, 0] and L.any_set(as_tile(sparse))[0, 0]
 
 
-def positions(games: int = 512, steps: int = 24, batches: int = 2):
-    """View boards int[n, 24] and dice int[n, 2] of random play, `steps` apart."""
-    env = tt.Trictrac()
-
-    @jax.jit
-    def step(states, key):
-        k_act, k_step = jax.random.split(key)
-        actions = jax.vmap(random_agent)(jax.random.split(k_act, games), states)
-        return jax.vmap(env.step)(states, actions, jax.random.split(k_step, games))
-
-    key = jax.random.PRNGKey(1)
-    states = jax.vmap(env.init)(jax.random.split(key, games))
-    boards, dice = [], []
-    for _ in range(batches):
-        for k in jax.random.split(key, steps):
-            states = step(states, k)
-        key = jax.random.fold_in(key, 1)
-        boards.append(jax.vmap(B.view_board)(states._board, states.current_player))
-        dice.append(states._dice)
-    return jnp.concatenate(boards), jnp.concatenate(dice)
+def positions(games: int = 1024, steps: int = 40):
+    """View boards int[games, 24] and dice int[games, 2] after `steps` of random play."""
+    states = measure.mid_game_inputs(tt.Trictrac(), games, steps, jax.random.PRNGKey(1)).states
+    return jax.vmap(B.view_board)(states._board, states.current_player), states._dice
 
 
 def test_the_kernel_lists_what_xla_lists():

@@ -28,8 +28,9 @@ is a plain `jax.vmap` on a GPU (games the major axis: faster there at every batc
 measured, `python -m experiments.lowering_ab`, docs/speed.md); "gpu-games-last" is the GPU
 lowering with the games last, kept to be timed beside it. "gpu-tiles" is the GPU lowering
 with the move lists in one Pallas kernel (`moves.tiles`): fewer kernels and bytes a step in
-the H100 programs compiled here, not yet run on a GPU, so chosen only by name. `any_nonzero` follows the games:
-an OR written out with the games last, a reduction with the games first; so does
+the H100 programs compiled here, not yet run on a GPU, so chosen only by name.
+`any_nonzero` follows the games: an OR written out with the games last, a reduction with
+the games first; so does
 `kth_true` (the random agent's pick): a running count with the games last, words of 32
 entries with the games first (the same index), and `count_true`: a sum with the games last,
 the same words' set bits with the games first.

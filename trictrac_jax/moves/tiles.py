@@ -90,4 +90,3 @@ def _kernel(rules, is_words, refs):
 
 def _tile_shaped(value, columns: int, dtype) -> jax.Array:
     return jnp.broadcast_to(jnp.asarray(value), (TILE_GAMES, columns)).astype(dtype)
-
