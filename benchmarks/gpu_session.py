@@ -75,14 +75,10 @@ BENCH_S, BENCH_BUDGET_S, LEG_START_S, LEG_MARGIN_S, PACK_S = 240, 200, 120, 20, 
 MIN_LEG_MINUTES = 0.5  # a leg with less training than this is not started
 # The lab's open questions that only a GPU answers (experiments/README.md): each command's
 # lines that begin with its marker are its results (docs/journal/engine-speed.md, issue 51).
-# The "gpu-tiles" lowering (the move lists in a Pallas kernel): its rules on the golden
-# sample as the device's Triton compiles them, and its random play against the GPU
-# lowering's; the fused network's kernels against XLA's evaluations. Some 20-50 s each.
-GOLDEN_SAMPLE = tuple(f"tests/data/golden/{name}.jsonl.gz"
-                      for name in ("games", "positions", "games-summary"))
-LAB = (("gpu-tiles on the golden sample", ("-m", "trictrac_jax.tools.verify", "--lowering",
-                                           "gpu-tiles", *GOLDEN_SAMPLE), "agreement:"),
-       *((f"gpu-tiles against gpu, {games} games", ("-m", "experiments.lowering_ab",
+# The "gpu-tiles" lowering (the move lists in a Pallas kernel) against the GPU lowering in
+# random play: its speed, and whether the device's Triton build of it plays the same games;
+# the fused network's kernels against XLA's evaluations. Some 20-50 s each.
+LAB = (*((f"gpu-tiles against gpu, {games} games", ("-m", "experiments.lowering_ab",
                                                     "--lowerings", "gpu,gpu-tiles",
                                                     "--batches", games), "lowering ab:")
          for games in ("1024", "32768")),

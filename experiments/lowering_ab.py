@@ -7,7 +7,8 @@ calls interleaved so that a burst of load falls on both.
     python -m experiments.lowering_ab --batches 1024,8192 --out DIR    # rows.jsonl in DIR, row by row
 
 For each batch: both programs compiled (a `lax.scan` of `env.step` over 64 steps from the
-same new games, one sampler uniform over the legal mask: `measure.plain_loop`), then called
+same new games, one sampler uniform over the legal mask: `measure.plain_loop`; whether they
+end in the same states is printed: the same rules play the same games), then called
 in turns, A B A B ..., at least `--calls` calls each and `--seconds` together; the fastest
 call of each is its rate. A lowering is chosen at trace time from `$TRICTRAC_LOWERING`, set
 here before each program is traced. Supports issue 51 (which lowering the GPU gets); on a
@@ -46,8 +47,10 @@ def compare(lowerings: list[str], batch: int, calls: int, seconds: float) -> lis
     states = jax.jit(jax.vmap(env.init))(jax.random.split(jax.random.PRNGKey(1), batch))
     key = jax.random.PRNGKey(2)
     programs = [compiled_loop(env, name, states, key) for name in lowerings]
-    for run, _ in programs:
-        jax.block_until_ready(run(states, key))
+    ends = [jax.block_until_ready(run(states, key)) for run, _ in programs]
+    # the same rules: every lowering plays the same games from the same states and key
+    same = [all(bool((a == b).all()) for a, b in zip(jax.tree.leaves(ends[0]),
+                                                       jax.tree.leaves(end))) for end in ends]
     best = [float("inf")] * len(programs)
     start, made = time.perf_counter(), 0
     while made < calls or time.perf_counter() - start < seconds:
@@ -58,9 +61,9 @@ def compare(lowerings: list[str], batch: int, calls: int, seconds: float) -> lis
         made += 1
     device = jax.devices()[0]
     return [{"lowering": name, "batch": batch, "compile_s": round(compiled, 2),
-             "steps_per_s": batch * STEPS / fastest, "calls": made,
+             "steps_per_s": batch * STEPS / fastest, "calls": made, "same_games": agrees,
              "device": device.device_kind, "platform": device.platform, "jax": jax.__version__}
-            for name, (_, compiled), fastest in zip(lowerings, programs, best)]
+            for name, (_, compiled), fastest, agrees in zip(lowerings, programs, best, same)]
 
 
 def main(argv=None):
@@ -78,8 +81,8 @@ def main(argv=None):
         rows = compare(lowerings, batch, args.calls, args.seconds)
         for row in rows:
             print(f"{RESULT} {row['batch']:,} games, {row['lowering']} on {row['device']}: "
-                  f"{row['steps_per_s']:,.0f} steps/s, compile {row['compile_s']:.1f} s",
-                  flush=True)
+                  f"{row['steps_per_s']:,.0f} steps/s, compile {row['compile_s']:.1f} s, "
+                  f"the same games as {lowerings[0]}: {row['same_games']}", flush=True)
             if args.out:
                 with open(args.out / "rows.jsonl", "a") as f:
                     f.write(json.dumps(row) + "\n")
