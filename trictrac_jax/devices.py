@@ -2,7 +2,8 @@
 and where it keeps its compiled programs between runs.
 
 Importing trictrac_jax changes no JAX setting (as pgx and mctx); our programs (the tools'
-and train scripts' entry points) call `choose_platform` first. It matters only where the
+and train scripts' entry points, through `start_program`) call `choose_platform` first.
+It matters only where the
 CUDA or TPU compiler plugins are installed (the `compile` extra: the suite compiles the H100
 and TPU v5e programs on any machine). Left to choose, JAX initialises every installed
 plugin: on a machine without a GPU the CUDA plugin's version check fails and JAX logs its
@@ -16,10 +17,11 @@ find cuda drivers" through absl; the quick start's environment has no such plugi
 
 Compiling is much of a short run's time (half a minute on a 2-core CPU for the programs of
 configs/quick.yaml, docs/training.md), and a run resumed, evaluated or played again compiles
-the same programs: our programs then call `use_compilation_cache`, JAX's persistent
-compilation cache in `~/.cache/trictrac_jax/jax` (or `TRICTRAC_COMPILATION_CACHE`'s folder;
-"off": none; a `JAX_COMPILATION_CACHE_DIR` of the user's is kept), which reads a program
-compiled before instead of compiling it again. Benchmarks do not: they time the compile.
+the same programs: our programs then call `use_compilation_cache` (`start_program` calls
+both), JAX's persistent compilation cache in `~/.cache/trictrac_jax/jax` (or
+`TRICTRAC_COMPILATION_CACHE`'s folder; "off": none; a `JAX_COMPILATION_CACHE_DIR` of the
+user's is kept), which reads a program compiled before instead of compiling it again.
+Benchmarks do not: they time the compile.
 """
 from __future__ import annotations
 
@@ -88,6 +90,14 @@ def use_compilation_cache() -> str | None:
     # JAX decides once whether it caches (at the first computation, an import's maybe)
     compilation_cache.reset_cache()
     return str(folder)
+
+
+def start_program() -> str | None:
+    """What our tools and train scripts call first, before JAX starts: the platform
+    (`choose_platform`), then the compilation cache (`use_compilation_cache`; its folder,
+    or None)."""
+    choose_platform()
+    return use_compilation_cache()
 
 
 def describe() -> str:

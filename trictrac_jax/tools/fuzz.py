@@ -223,6 +223,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
-    devices.use_compilation_cache()  # programs compiled before are read, not compiled
+    devices.start_program()  # before JAX starts: the platform, then the compilation cache
     sys.exit(main())

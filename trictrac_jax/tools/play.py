@@ -224,6 +224,5 @@ def play(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
 
 
 if __name__ == "__main__":
-    devices.choose_platform()  # before JAX starts: see trictrac_jax/devices.py
-    devices.use_compilation_cache()  # programs compiled before are read, not compiled
+    devices.start_program()  # before JAX starts: the platform, then the compilation cache
     sys.exit(main())
